@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { parseUtcTimestamp } from './domain/time.js';
+
+const port = z.coerce.number().int().min(1).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const ConfigSchema = z.object({
+  PORT: port.default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+    message: 'must be a postgres:// or postgresql:// URL (leave it unset for the embedded database)',
+  }),
+  DATA_DIR: z.string().min(1).default('./.data'),
+  REDIS_URL: optionalString.refine((v) => v === undefined || /^rediss?:\/\//.test(v), {
+    message: 'must be a redis:// or rediss:// URL',
+  }),
+  SHOPIFY_API_KEY: optionalString,
+  SHOPIFY_API_SECRET: optionalString.refine((v) => v === undefined || v.length >= 16, {
+    message: 'must be at least 16 characters',
+  }),
+  API_ACCESS_FREE_UNTIL: optionalString.refine((v) => v === undefined || parseUtcTimestamp(v) !== null, {
+    message: 'must be an ISO 8601 UTC timestamp ending in Z, e.g. 2027-01-01T00:00:00Z',
+  }),
+  PUBLIC_URL: optionalString.refine((v) => v === undefined || /^https?:\/\/[^\s/]+/.test(v), {
+    message: 'must be an http:// or https:// URL',
+  }),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
+  AUTH_FAILURE_LIMIT_PER_MINUTE: positiveInt.default(60),
+  SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  SCHEDULER_ENABLED: z.enum(['true', 'false']).default('true'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type Config = {
+  port: number;
+  host: string;
+  database: { kind: 'pglite'; dataDir: string } | { kind: 'postgres'; url: string };
+  redisUrl?: string;
+  shopifyApiKey?: string;
+  shopifyApiSecret?: string;
+  freeUntil: Date | null;
+  publicUrl: string;
+  logLevel: z.infer<typeof ConfigSchema>['LOG_LEVEL'];
+  rateLimitPerMinute: number;
+  authFailureLimitPerMinute: number;
+  schedulerIntervalMs: number;
+  schedulerEnabled: boolean;
+  shutdownTimeoutMs: number;
+};
+
+export class ConfigError extends Error {}
+
+/**
+ * Reads configuration from the environment, once, at boot. The only place that looks at process.env; a bad value
+ * throws a ConfigError naming the variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const name = String(i.path[0]);
+      return `${name}=${JSON.stringify(env[name] ?? '')} ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${lines.join('; ')}`);
+  }
+  const e = parsed.data;
+  const displayHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: e.DATA_DIR },
+    redisUrl: e.REDIS_URL,
+    shopifyApiKey: e.SHOPIFY_API_KEY,
+    shopifyApiSecret: e.SHOPIFY_API_SECRET,
+    freeUntil: e.API_ACCESS_FREE_UNTIL ? parseUtcTimestamp(e.API_ACCESS_FREE_UNTIL) : null,
+    publicUrl: (e.PUBLIC_URL ?? `http://${displayHost}:${e.PORT}`).replace(/\/+$/, ''),
+    logLevel: e.LOG_LEVEL,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    authFailureLimitPerMinute: e.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
+    schedulerEnabled: e.SCHEDULER_ENABLED === 'true',
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}

@@ -1,0 +1,123 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { schema } from './schema.js';
+
+/** The typed query builder, the same type over PGlite and node-postgres. */
+export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export type RunSql = <T = Record<string, unknown>>(
+  text: string,
+  params?: unknown[],
+  opts?: { multi?: boolean },
+) => Promise<T[]>;
+
+/** Plain SQL on one connection (migrations, locks, pings). */
+export interface SqlRunner {
+  withSession<T>(fn: (run: RunSql) => Promise<T>): Promise<T>;
+}
+
+export interface Database extends SqlRunner {
+  kind: 'pglite' | 'postgres';
+  orm: Orm;
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type DatabaseOptions =
+  | { kind: 'pglite'; dataDir?: string; pglite?: PGlite }
+  | { kind: 'postgres'; url: string; searchPath?: string; poolSize?: number; onPoolError?: (err: Error) => void };
+
+/**
+ * Opens the database chosen by config: PGlite (embedded, one process, no fsync) or PostgreSQL (production,
+ * shared by any number of instances).
+ */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.kind === 'pglite') {
+    if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+    const client = opts.pglite ?? (await PGlite.create(opts.dataDir ?? 'memory://'));
+    const run: RunSql = async (text, params, o) => {
+      if (o?.multi) {
+        await client.exec(text);
+        return [];
+      }
+      return (await client.query(text, params ?? [])).rows as never[];
+    };
+    return {
+      kind: 'pglite',
+      orm: drizzlePglite(client, { schema }) as unknown as Orm,
+      withSession: (fn) => fn(run),
+      ping: async () => {
+        await client.query('SELECT 1');
+      },
+      close: async () => {
+        if (!client.closed) await client.close();
+      },
+    };
+  }
+
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: 3000,
+    idleTimeoutMillis: 30_000,
+    options: opts.searchPath ? `-c search_path=${opts.searchPath}` : undefined,
+  });
+  // An idle client losing its connection must not take the process down; the next query reports it.
+  pool.on('error', (err) => opts.onPoolError?.(err));
+  let closed = false;
+  return {
+    kind: 'postgres',
+    orm: drizzlePg(pool, { schema }) as unknown as Orm,
+    withSession: async (fn) => {
+      const client = await pool.connect();
+      try {
+        return await fn(async (text, params, o) => {
+          const res = o?.multi ? await client.query(text) : await client.query(text, params ?? []);
+          const last = Array.isArray(res) ? res[res.length - 1] : res;
+          return (last?.rows ?? []) as never[];
+        });
+      } finally {
+        client.release();
+      }
+    },
+    ping: async () => {
+      await pool.query('SELECT 1');
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+
+/** True when an error (or its cause chain) means the database cannot be reached, as opposed to a bad query. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e: any = err, depth = 0; e && depth < 5; e = e.cause, depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (UNAVAILABLE_CODES.has(code) || code.startsWith('08')) return true;
+    const msg = typeof e.message === 'string' ? e.message : '';
+    if (/Connection terminated|timeout exceeded when trying to connect|connection error|Cannot use a pool after calling end/i.test(msg))
+      return true;
+  }
+  return false;
+}

@@ -1,0 +1,53 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+
+/**
+ * API key format: `svc_live_` + R (43 base62 chars: 32 CSPRNG bytes as an unsigned big-endian integer) + C (6 base62
+ * chars: CRC-32 of `svc_live_` + R). The checksum lets us refuse a mistyped or forged key without a database query;
+ * it is not a secret and adds no security of its own.
+ */
+export const KEY_PREFIX = 'svc_live_';
+const RANDOM_LENGTH = 43;
+const CHECKSUM_LENGTH = 6;
+export const KEY_LENGTH = KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH; // 58
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_SHAPE = /^svc_live_[0-9A-Za-z]{49}$/;
+/** What a secret scanner looks for; also how logs and URLs are scrubbed. */
+export const KEY_PATTERN_SOURCE = String.raw`\bsvc_live_[0-9A-Za-z]{49}\b`;
+
+export function base62(value: bigint, width: number): string {
+  let out = '';
+  let v = value;
+  while (v > 0n) {
+    out = ALPHABET[Number(v % 62n)] + out;
+    v /= 62n;
+  }
+  return out.padStart(width, '0');
+}
+
+function checksum(body: string): string {
+  return base62(BigInt(crc32(Buffer.from(body, 'ascii')) >>> 0), CHECKSUM_LENGTH);
+}
+
+/** A new raw key. It is shown to the merchant once; only `keyDigest(raw)` is kept. */
+export function newRawKey(random: Buffer = randomBytes(32)): string {
+  const body = KEY_PREFIX + base62(BigInt('0x' + random.toString('hex')), RANDOM_LENGTH);
+  return body + checksum(body);
+}
+
+/** Shape and checksum only: no I/O, so malformed and forged keys cost nothing. */
+export function isWellFormedKey(raw: string): boolean {
+  if (raw.length !== KEY_LENGTH || !KEY_SHAPE.test(raw)) return false;
+  const body = raw.slice(0, KEY_LENGTH - CHECKSUM_LENGTH);
+  return checksum(body) === raw.slice(KEY_LENGTH - CHECKSUM_LENGTH);
+}
+
+/** SHA-256 (hex) of the whole raw key: the stored, looked-up form. */
+export function keyDigest(raw: string): string {
+  return createHash('sha256').update(raw).digest('hex');
+}
+
+/** First 12 hex chars of the digest; a key holder can check it with `printf %s "$KEY" | sha256sum`. */
+export function fingerprintOf(digest: string): string {
+  return digest.slice(0, 12);
+}

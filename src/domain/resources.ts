@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import type { ApiKeyRow, ContractEventRow, ContractRow } from '../db/schema.js';
+import { BillingInterval, ContractStatus } from './contract.js';
+import { fingerprintOf } from './keys.js';
+import { iso } from './time.js';
+
+/** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
+const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
+
+export const Money = z.object({ amount: z.string().meta({ example: '24.00' }), currencyCode: z.string() });
+
+export const Contract = z
+  .object({
+    id: z.string().meta({ example: '4242' }),
+    status: ContractStatus,
+    customer: z.object({ id: z.string(), email: z.string() }),
+    billingPolicy: z.object({ interval: BillingInterval, intervalCount: z.number().int() }),
+    nextBillingDate: Timestamp,
+    lines: z.array(
+      z.object({ title: z.string(), variantId: z.string(), quantity: z.number().int(), price: Money }),
+    ),
+    pausedAt: Timestamp.nullable(),
+    resumeAt: Timestamp.nullable(),
+    cancelledAt: Timestamp.nullable(),
+    cancellationReason: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'SubscriptionContract' });
+export type Contract = z.infer<typeof Contract>;
+
+export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler']);
+export type ActorType = z.infer<typeof ActorType>;
+export const Actor = z.object({ type: ActorType, keyFingerprint: z.string().optional() });
+export type Actor = z.infer<typeof Actor>;
+
+export const ContractEvent = z
+  .object({
+    id: z.string(),
+    type: z.string().meta({ example: 'contract.paused' }),
+    at: Timestamp,
+    actor: Actor,
+    from: ContractStatus,
+    to: ContractStatus,
+    data: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'ContractEvent' });
+export type ContractEvent = z.infer<typeof ContractEvent>;
+
+export const ApiKey = z
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    fingerprint: z.string().meta({ description: 'First 12 hex characters of the SHA-256 digest of the key.' }),
+    status: z.enum(['active', 'revoked']),
+    createdAt: Timestamp,
+    lastUsedAt: Timestamp.nullable(),
+    revokedAt: Timestamp.nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKey = z.infer<typeof ApiKey>;
+
+export function toContract(row: ContractRow): Contract {
+  return {
+    id: row.id,
+    status: row.status as Contract['status'],
+    customer: { id: row.customerId, email: row.customerEmail },
+    billingPolicy: { interval: row.billingInterval as Contract['billingPolicy']['interval'], intervalCount: row.billingIntervalCount },
+    nextBillingDate: row.nextBillingDate.toISOString(),
+    lines: row.lines,
+    pausedAt: iso(row.pausedAt),
+    resumeAt: iso(row.resumeAt),
+    cancelledAt: iso(row.cancelledAt),
+    cancellationReason: row.cancellationReason,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+export function toContractEvent(row: ContractEventRow): ContractEvent {
+  const actor: Actor = { type: row.actorType as ActorType };
+  if (row.actorKeyFingerprint) actor.keyFingerprint = row.actorKeyFingerprint;
+  return {
+    id: row.id,
+    type: row.type,
+    at: row.at.toISOString(),
+    actor,
+    from: row.fromStatus as ContractEvent['from'],
+    to: row.toStatus as ContractEvent['to'],
+    data: row.data,
+  };
+}
+
+export function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    fingerprint: fingerprintOf(row.digest),
+    status: row.revokedAt ? 'revoked' : 'active',
+    createdAt: row.createdAt.toISOString(),
+    lastUsedAt: iso(row.lastUsedAt),
+    revokedAt: iso(row.revokedAt),
+  };
+}
