@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { ServiceError } from './domain/errors.js';
+import { adminApiRoutes } from './http/admin/routes.js';
+import { contractRoutes } from './http/api/v1/contracts.js';
+import { registerErrorHandling, sendError } from './http/errors.js';
+import { healthRoutes } from './http/health.js';
+import { scrubKeys } from './http/logging.js';
+import type { ServiceContext } from './services/context.js';
+import type { AppCredentials } from './services/sessionTokens.js';
+
+export type AppDeps = {
+  ctx: ServiceContext;
+  credentials: AppCredentials;
+  logger: Logger;
+  publicUrl?: string;
+  /** Routes a test adds before the app is sealed (e.g. one that throws, to see the 500 envelope). */
+  extraRoutes?: (app: FastifyInstance) => void;
+};
+
+export const BODY_LIMIT = 16 * 1024;
+const KEY_IN_URL = /svc(_|%5f)live(_|%5f)/i;
+
+/** Builds the HTTP application: one error handler, the public API, the admin API, docs and health. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as unknown as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  app.setValidatorCompiler(validatorCompiler);
+  // Responses are built by our own mappers from typed rows; the schemas are there to document them.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.removeContentTypeParser('text/plain');
+  registerErrorHandling(app);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    // A key in a URL ends up in proxies' and browsers' histories: refuse it, and never log that URL.
+    if (KEY_IN_URL.test(req.url)) {
+      (req as { keyInUrl?: boolean }).keyInUrl = true;
+      return sendError(
+        reply,
+        new ServiceError('key_in_url', 'An API key must never be sent in a URL. Send it only in the Authorization header, and revoke this key: it may have been exposed.'),
+      );
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
+    req.log.info({ method: req.method, url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'svc subscription API',
+        version: '1.0.0',
+        description:
+          'Act on a shop\'s subscription contracts from the shop\'s own backend. Authenticate with `Authorization: Bearer <API_KEY>`; ' +
+          'keys are generated in the app\'s Settings → API screen and need the Enterprise plan.',
+      },
+      servers: deps.publicUrl ? [{ url: deps.publicUrl }] : [],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'svc_live_… API key' } } },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+
+  await app.register(healthRoutes, { ctx: deps.ctx });
+  await app.register(
+    async (api) => {
+      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      await api.register(contractRoutes, { ctx: deps.ctx });
+    },
+    { prefix: '/api/v1' },
+  );
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, hide: true };
+      });
+      await admin.register(adminApiRoutes, { ctx: deps.ctx, credentials: deps.credentials });
+    },
+    { prefix: '/admin/api' },
+  );
+  deps.extraRoutes?.(app);
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { MAX_ACTIVE_KEYS } from '../../domain/access.js';
+import { ServiceError } from '../../domain/errors.js';
+import { ApiKey } from '../../domain/resources.js';
+import type { ServiceContext } from '../../services/context.js';
+import { generateKey } from '../../services/generateKey.js';
+import { listContractEvents } from '../../services/listContractEvents.js';
+import { listContracts } from '../../services/listContracts.js';
+import { listKeys } from '../../services/listKeys.js';
+import { revokeKey } from '../../services/revokeKey.js';
+import { bearerToken } from '../../services/authenticateApiKey.js';
+import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
+import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
+import { ErrorEnvelope } from '../errors.js';
+import {
+  ContractIdParams,
+  ContractListResponse,
+  EventListResponse,
+  ListContractsQuery,
+  ListEventsQuery,
+} from '../api/v1/schemas.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    adminShop?: Shop;
+  }
+}
+
+const err = (d: string) => ErrorEnvelope.describe(d);
+const adminErrors = {
+  400: err('invalid_request'),
+  401: err('unauthorized: missing, invalid or expired session token'),
+  404: err('not_found'),
+  500: err('internal_error'),
+  503: err('unavailable'),
+} as const;
+
+const ShopResponse = z.object({
+  shop: z.object({
+    domain: z.string(),
+    plan: z.string(),
+    apiAccess: z.object({
+      allowed: z.boolean(),
+      reason: z.enum(['enterprise', 'free_period', 'plan_required']),
+      freePeriodEndsAt: z.string().nullable(),
+    }),
+  }),
+  limits: z.object({ maxActiveKeys: z.number().int() }),
+});
+
+/**
+ * The admin JSON API behind Settings → API (PRODUCT §6), authenticated by the platform's session token only.
+ * API keys are refused here, as session tokens are refused on /api.
+ */
+export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials }) {
+  const { ctx, credentials } = opts;
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.addHook('preHandler', async (req: FastifyRequest) => {
+    const token = bearerToken(req.headers.authorization);
+    if (!token || token.startsWith('svc_live_')) {
+      throw new ServiceError('unauthorized', 'The admin API takes the platform session token, not an API key. Open the app from the shop admin.');
+    }
+    const { shopDomain } = await verifySessionToken(ctx, credentials, token);
+    req.adminShop = await provisionShop({ ctx, input: { domain: shopDomain } });
+  });
+  const shopId = (req: FastifyRequest) => req.adminShop!.id;
+  const tags = ['Admin'];
+
+  r.get('/shop', {
+    schema: { tags, response: { 200: ShopResponse, ...adminErrors } },
+    handler: async (req) => {
+      const shop = req.adminShop!;
+      const access = shopApiAccess(ctx, shop.plan);
+      return {
+        shop: {
+          domain: shop.domain,
+          plan: shop.plan,
+          apiAccess: { ...access, freePeriodEndsAt: access.freePeriodEndsAt?.toISOString() ?? null },
+        },
+        limits: { maxActiveKeys: MAX_ACTIVE_KEYS },
+      };
+    },
+  });
+
+  r.get('/keys', {
+    schema: { tags, response: { 200: z.object({ keys: z.array(ApiKey), activeCount: z.number().int() }), ...adminErrors } },
+    handler: async (req) => listKeys({ ctx, input: { shopId: shopId(req) } }),
+  });
+
+  r.post('/keys', {
+    schema: {
+      tags,
+      body: z.strictObject({ name: z.string().max(100).nullable().optional() }).optional(),
+      response: {
+        201: z.object({ key: ApiKey, secret: z.string().describe('The raw key. Sent this once and never again.') }),
+        ...adminErrors,
+        403: err('plan_required'),
+        409: err('key_limit_reached'),
+      },
+    },
+    handler: async (req, reply) => {
+      const created = await generateKey({ ctx, input: { shopId: shopId(req), name: req.body?.name } });
+      // The secret must not linger in any cache between here and the merchant's screen.
+      reply.header('cache-control', 'no-store');
+      return reply.code(201).send(created);
+    },
+  });
+
+  r.post('/keys/:id/revoke', {
+    schema: { tags, params: z.strictObject({ id: z.string().max(100) }), response: { 200: z.object({ key: ApiKey }), ...adminErrors } },
+    handler: async (req) => ({ key: await revokeKey({ ctx, input: { shopId: shopId(req), keyId: req.params.id } }) }),
+  });
+
+  r.get('/contracts', {
+    schema: { tags, querystring: ListContractsQuery, response: { 200: ContractListResponse, ...adminErrors } },
+    handler: async (req) => listContracts({ ctx, input: { shopId: shopId(req), ...req.query } }),
+  });
+
+  r.get('/contracts/:contract_id/events', {
+    schema: { tags, params: ContractIdParams, querystring: ListEventsQuery, response: { 200: EventListResponse, ...adminErrors } },
+    handler: async (req) =>
+      listContractEvents({ ctx, input: { shopId: shopId(req), contractId: req.params.contract_id, ...req.query } }),
+  });
+}

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { ContractAction } from '../../../domain/actions.js';
+import { ContractStatus } from '../../../domain/contract.js';
+import { Contract, ContractEvent } from '../../../domain/resources.js';
+import { ErrorEnvelope } from '../../errors.js';
+
+/** Route schemas, built from the domain schemas so the OpenAPI document is the validator. */
+
+export const ContractIdParams = z.strictObject({
+  contract_id: z
+    .string()
+    .regex(/^\d{1,19}$/, 'must be a string of 1 to 19 digits')
+    .describe('The subscription contract id: 1 to 19 digits.'),
+});
+
+export const ListContractsQuery = z.strictObject({
+  status: ContractStatus.optional().describe('Only contracts with this status.'),
+  limit: z.coerce.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100.'),
+  cursor: z.string().max(200).optional().describe('nextCursor from the previous page.'),
+});
+export type ListContractsQuery = z.infer<typeof ListContractsQuery>;
+
+export const ListEventsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100.'),
+  cursor: z.string().max(200).optional().describe('nextCursor from the previous page.'),
+});
+
+export const ContractActionBody = ContractAction;
+
+export const ContractResponse = z.object({ contract: Contract });
+export const ContractListResponse = z.object({ contracts: z.array(Contract), nextCursor: z.string().nullable() });
+export const EventListResponse = z.object({ events: z.array(ContractEvent), nextCursor: z.string().nullable() });
+
+const err = (description: string) => ErrorEnvelope.describe(description);
+
+/** The error responses the handler really returns, spread into every API route's schema. */
+export const authErrors = {
+  400: err('invalid_request (bad input) or key_in_url (a key in the URL)'),
+  401: err('unauthorized: missing, malformed, unknown or revoked API key'),
+  403: err('plan_required: the shop has no external API access (Enterprise plan)'),
+  429: err('rate_limited: too many requests; see Retry-After'),
+  500: err('internal_error'),
+  503: err('unavailable: the database cannot be reached'),
+} as const;
+
+export const readErrors = { ...authErrors, 404: err('not_found: no such contract in this shop') } as const;
+
+export const actionErrors = {
+  ...readErrors,
+  400: err('invalid_request, unsupported_action or key_in_url'),
+  409: err('invalid_state (the action is not allowed from the current status) or idempotency_in_progress'),
+  413: err('payload_too_large: body over 16 KiB'),
+  415: err('unsupported_media_type: the body must be application/json'),
+  422: err('idempotency_key_reused: same Idempotency-Key with a different request'),
+} as const;

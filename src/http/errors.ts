@@ -1,0 +1,107 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { MESSAGES, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+
+/** The envelope of every error on every surface (PRODUCT §4). */
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.string(),
+      message: z.string(),
+      requestId: z.string(),
+      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
+  const body: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } = {
+    code: err.code,
+    message: err.message,
+    requestId: String(reply.request.id),
+  };
+  if (err.details?.length) body.details = err.details;
+  if (err.headers) reply.headers(err.headers);
+  return reply.code(err.status).type('application/json; charset=utf-8').send({ error: body });
+}
+
+function validationDetails(err: FastifyError): ErrorDetail[] {
+  const context = (err as { validationContext?: string }).validationContext;
+  return (err.validation ?? []).map((v) => {
+    const params = v.params as { issue?: { code?: string; keys?: string[] } } | undefined;
+    const where = String(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const path = where === '' && context === 'params' ? 'contract_id' : where;
+    if (params?.issue?.code === 'unrecognized_keys') {
+      return { path: params.issue.keys?.join(', ') ?? path, message: 'unknown parameter' };
+    }
+    return { path, message: v.message ?? 'is invalid' };
+  });
+}
+
+/** Maps anything thrown to a ServiceError; unknown errors become a fixed 500 that reveals nothing. */
+export function toServiceError(err: unknown, req: FastifyRequest): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const fe = err as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fe)) {
+    const details = validationDetails(fe);
+    const first = details[0];
+    return new ServiceError('invalid_request', `Invalid request: ${first ? `${first.path} ${first.message}` : 'bad input'}.`, { details });
+  }
+  if (fe?.statusCode === 413 || fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new ServiceError('payload_too_large', 'The request body is larger than 16 KiB.');
+  }
+  if (fe?.statusCode === 415 || fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new ServiceError('unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".');
+  }
+  if (fe?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return new ServiceError('invalid_request', 'The body is empty although Content-Type is application/json; send a JSON object.');
+  }
+  if (fe instanceof SyntaxError || fe?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new ServiceError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    req.log.info({ code: fe.code }, 'client error from the framework');
+    return new ServiceError('invalid_request', 'The request could not be read.');
+  }
+  if (isDatabaseUnavailable(err)) {
+    req.log.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'database unavailable');
+    return new ServiceError('unavailable', MESSAGES.unavailable, { headers: { 'retry-after': '5' } });
+  }
+  req.log.error({ err }, 'unexpected error');
+  return new ServiceError('internal_error', MESSAGES.internal);
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * One error handler, a 404 that knows the route table (405 with `Allow` for a known path with the wrong method),
+ * and nothing else: every error leaves as the envelope.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  const known = FindMyWay({ ignoreTrailingSlash: false });
+  app.addHook('onRoute', (route) => {
+    for (const m of [route.method].flat()) {
+      if (m === 'HEAD' || m === 'OPTIONS' || !(METHODS as readonly string[]).includes(m)) continue;
+      try {
+        known.on(m as (typeof METHODS)[number], route.url, () => {});
+      } catch {
+        // duplicate shapes registered by plugins: already known
+      }
+    }
+  });
+
+  app.setErrorHandler((err, req, reply) => sendError(reply, toServiceError(err, req)));
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0];
+    const allowed = METHODS.filter((m) => known.find(m, path));
+    if (allowed.length) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(reply, new ServiceError('method_not_allowed', `${req.method} is not allowed here. Allowed: ${allowed.join(', ')}.`));
+    }
+    return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${path.includes('svc_live_') ? '[redacted]' : path.slice(0, 200)}.`));
+  });
+}

@@ -1,0 +1,82 @@
+import { buildApp } from './app.js';
+import { openConfiguredDatabase } from './boot.js';
+import { ConfigError, loadConfig } from './config.js';
+import { EmbeddedDatabaseInUse } from './db/embeddedLock.js';
+import { createLogger } from './http/logging.js';
+import { ResumeScheduler } from './scheduler/resumeScheduler.js';
+import { systemClock, type ServiceContext } from './services/context.js';
+import { loadAppCredentials } from './services/sessionTokens.js';
+
+/** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const log = createLogger({ level: config.logLevel });
+  let database;
+  try {
+    database = await openConfiguredDatabase(config, 'svc server', (err) => log.warn({ err: { message: err.message } }, 'database connection lost'));
+  } catch (err) {
+    if (err instanceof EmbeddedDatabaseInUse) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`svc: could not open the database: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const ctx: ServiceContext = {
+    db: database.db,
+    clock: systemClock,
+    freeUntil: config.freeUntil,
+    warn: (obj, msg) => log.warn(obj, msg),
+  };
+  const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
+  const app = await buildApp({ ctx, credentials, logger: log, publicUrl: config.publicUrl });
+  const scheduler = new ResumeScheduler(ctx, { intervalMs: config.schedulerIntervalMs, log });
+
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    log.fatal({ err: { message: (err as Error).message } }, 'could not listen');
+    await database.close();
+    process.exit(1);
+  }
+  if (config.schedulerEnabled) scheduler.start();
+  log.info(
+    { url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
+    `svc listening on ${config.host}:${config.port} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: draining in-flight requests');
+    const force = setTimeout(() => {
+      log.error({}, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    force.unref();
+    try {
+      await scheduler.stop();
+      await app.close();
+      await database.close();
+      log.info({}, 'stopped');
+      log.flush?.();
+    } finally {
+      clearTimeout(force);
+      setImmediate(() => process.exit(0));
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+void main();
