@@ -1,0 +1,235 @@
+/**
+ * npm run bench:mcp — MCP tool calls per second, latency and server CPU per call, at 10 concurrent clients.
+ *
+ * Compares two ways of serving POST /mcp inside the same app:
+ *   naive  — what the SDK's stateless example does: a new McpServer with every tool registered, plus a new transport,
+ *            for each request (mounted here at /mcp-naive, built from the same tool definitions);
+ *   served — the real /mcp endpoint.
+ * The server runs in a child process (so its CPU is measured alone) on a fresh embedded database, or on PostgreSQL in
+ * a fresh schema when DATABASE_URL is set. Each scenario is a `tools/call` of get_subscription_contract, run for
+ * BENCH_SECONDS (default 8) after a short warm-up, alternating naive/served BENCH_ROUNDS times (default 2). The last
+ * line printed is one JSON object with every figure.
+ */
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONNECTIONS = 10;
+const WARMUP_SECONDS = 2;
+
+type Ready = { type: 'ready'; port: number; key: string; contractId: string };
+type Cpu = { type: 'cpu'; user: number; system: number };
+type Figures = { calls: number; callsPerSec: number; p50: number; p99: number; cpuMsPerCall: number; non2xx: number; errors: number };
+
+if (process.argv.includes('--serve')) {
+  await serve();
+} else {
+  await main();
+}
+
+/** The child: the real app plus a naive /mcp-naive route, a shop with a key and some contracts. */
+async function serve(): Promise<void> {
+  const [{ StreamableHTTPServerTransport }, { buildApp }, { openDatabase }, { migrate }, { apiKeyAuth }, { toServiceError }, { createLogger }, { serviceOperations }, { callTool, SERVER_INFO, INSTRUCTIONS }, { TOOLS }, { McpServer }, ctxMod, { generateKey }, { seedContracts }, { setShopPlan }] =
+    await Promise.all([
+      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+      import('../src/app.js'),
+      import('../src/db/client.js'),
+      import('../src/db/migrate.js'),
+      import('../src/http/api/v1/auth.js'),
+      import('../src/http/errors.js'),
+      import('../src/http/logging.js'),
+      import('../src/mcp/operations.js'),
+      import('../src/mcp/server.js'),
+      import('../src/mcp/tools.js'),
+      import('@modelcontextprotocol/sdk/server/mcp.js'),
+      import('../src/services/context.js'),
+      import('../src/services/generateKey.js'),
+      import('../src/services/seedContracts.js'),
+      import('../src/services/shops.js'),
+    ]);
+  const url = process.env.DATABASE_URL;
+  let schema: string | undefined;
+  if (url) {
+    schema = `svc_bench_${randomBytes(4).toString('hex')}`;
+    const admin = await openDatabase({ kind: 'postgres', url });
+    await admin.withSession((run) => run(`CREATE SCHEMA ${schema}`));
+    await admin.close();
+  }
+  const db = url ? await openDatabase({ kind: 'postgres', url, searchPath: schema }) : await openDatabase({ kind: 'pglite' });
+  await migrate(db);
+  const ctx = { db, clock: ctxMod.systemClock, freeUntil: null };
+  const logger = createLogger({ level: 'warn', sink: { write: (line: string) => process.stderr.write(line) } });
+  const app = await buildApp({
+    ctx,
+    credentials: { apiKey: 'bench', secret: 'bench-secret-0123456789abcdef' },
+    logger,
+    extraRoutes: (a) => {
+      a.post('/mcp-naive', { preHandler: apiKeyAuth(ctx) }, async (req, reply) => {
+        const key = req.apiKey!;
+        const call = {
+          ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp' as const, keyFingerprint: key.fingerprint } }),
+          requestId: String(req.id),
+          toServiceError: (err: unknown) => toServiceError(err, req),
+        };
+        // The SDK's stateless pattern: a server with every tool registered, per request.
+        const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+        for (const t of TOOLS) {
+          server.registerTool(
+            t.name,
+            { title: t.title, description: t.description, inputSchema: t.input, outputSchema: t.output, annotations: t.annotations },
+            ((args: Record<string, unknown>) => callTool(t.name, args, call)) as never,
+          );
+        }
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        await server.connect(transport);
+        reply.hijack();
+        try {
+          await transport.handleRequest(req.raw, reply.raw, req.body);
+        } finally {
+          await transport.close();
+          await server.close();
+        }
+      });
+    },
+  });
+  const shop = await setShopPlan({ ctx, input: { domain: `bench-${randomBytes(3).toString('hex')}.myshopify.com`, plan: 'enterprise' } });
+  const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
+  const [contract] = await seedContracts({ ctx, input: { shopId: shop.id, count: 100 } });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  // BENCH_PROFILE=dir: a CPU profile of the measured runs only (not of startup), one file per scenario.
+  const { Session } = await import('node:inspector/promises');
+  const inspector = new Session();
+  inspector.connect();
+  await inspector.post('Profiler.enable');
+  process.on('message', async (m: { type: string; name?: string }) => {
+    if (m.type === 'profile-start') {
+      await inspector.post('Profiler.start');
+      process.send!({ type: 'profile-started' });
+    } else if (m.type === 'profile-stop') {
+      const { profile } = await inspector.post('Profiler.stop');
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(`${process.env.BENCH_PROFILE}/${m.name}.cpuprofile`, JSON.stringify(profile));
+      process.send!({ type: 'profile-stopped' });
+    } else if (m.type === 'cpu') {
+      const u = process.cpuUsage();
+      process.send!({ type: 'cpu', user: u.user, system: u.system } satisfies Cpu);
+    } else if (m.type === 'stop') {
+      await app.close();
+      if (url) {
+        await db.withSession((run) => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+      }
+      await db.close();
+      process.exit(0);
+    }
+  });
+  process.send!({ type: 'ready', port, key: secret, contractId: contract.id } satisfies Ready);
+}
+
+async function main(): Promise<void> {
+  const child = fork(new URL(import.meta.url).pathname, ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = <T>(type: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: { type: string }) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        resolve(m as T);
+      };
+      child.on('message', onMessage);
+      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    });
+  const ready = await next<Ready>('ready');
+  const cpu = async () => {
+    child.send({ type: 'cpu' });
+    const c = await next<Cpu>('cpu');
+    return c.user + c.system;
+  };
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'get_subscription_contract', arguments: { contractId: ready.contractId } },
+  });
+  const request = (path: string, seconds: number) =>
+    autocannon({
+      url: `http://127.0.0.1:${ready.port}${path}`,
+      method: path.startsWith('/api') ? 'GET' : 'POST',
+      connections: CONNECTIONS,
+      duration: seconds,
+      headers: {
+        authorization: `Bearer ${ready.key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body,
+    });
+
+  // One call by hand first: the scenario must really call the tool and get the contract back.
+  for (const path of ['/mcp-naive', '/mcp']) {
+    const res = await fetch(`http://127.0.0.1:${ready.port}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ready.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body,
+    });
+    const json = (await res.json()) as { result?: { structuredContent?: { contract?: { id: string } } } };
+    if (res.status !== 200 || json.result?.structuredContent?.contract?.id !== ready.contractId) {
+      throw new Error(`${path} did not return the contract: ${res.status} ${JSON.stringify(json).slice(0, 300)}`);
+    }
+  }
+
+  const results: Record<string, Figures[]> = { naive: [], served: [], api: [] };
+  const only = process.env.BENCH_ONLY?.split(',');
+  const scenarios = ([
+    ['naive', '/mcp-naive'],
+    ['served', '/mcp'],
+    // The same read through the HTTP API: the floor an MCP call cannot go below (auth + the query).
+    ['api', `/api/v1/subscription-contracts/${ready.contractId}`],
+  ] as const).filter(([name]) => !only || only.includes(name));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [name, path] of scenarios) {
+      await request(path, WARMUP_SECONDS);
+      if (process.env.BENCH_PROFILE) {
+        child.send({ type: 'profile-start' });
+        await next('profile-started');
+      }
+      const before = await cpu();
+      const r = await request(path, SECONDS);
+      const used = (await cpu()) - before;
+      if (process.env.BENCH_PROFILE) {
+        child.send({ type: 'profile-stop', name: `${name}-${round}` });
+        await next('profile-stopped');
+      }
+      const calls = r.requests.total;
+      const f: Figures = {
+        calls,
+        callsPerSec: Math.round(r.requests.average),
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        cpuMsPerCall: Math.round((used / 1000 / Math.max(calls, 1)) * 1000) / 1000,
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+      };
+      results[name].push(f);
+      console.log(
+        `round ${round} ${name.padEnd(6)} ${String(f.callsPerSec).padStart(6)} calls/s  p50 ${f.p50} ms  p99 ${f.p99} ms  ` +
+          `server CPU ${f.cpuMsPerCall} ms/call  non-2xx ${f.non2xx}  errors ${f.errors}`,
+      );
+    }
+  }
+  child.send({ type: 'stop' });
+  await new Promise((r) => child.once('exit', r));
+  const best = (xs: Figures[]) => Math.max(...xs.map((x) => x.callsPerSec));
+  console.log(
+    JSON.stringify({
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      database: process.env.DATABASE_URL ? 'postgres' : 'pglite',
+      results,
+      speedup: Math.round((best(results.served) / best(results.naive)) * 10) / 10,
+    }),
+  );
+  if (Object.values(results).flat().some((f) => f.non2xx || f.errors)) process.exitCode = 1;
+}

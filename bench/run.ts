@@ -1,0 +1,203 @@
+/**
+ * npm run bench: svc against a bare Fastify baseline on this machine (PRODUCT's performance targets live here, never
+ * in a timed test). Starts svc as a child process on PostgreSQL when DATABASE_URL is set (in a fresh schema), else on
+ * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario for BENCH_SECONDS
+ * (default 10) at 50 connections, alternating with the baseline. The last line printed is one JSON object.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+import { newRawKey } from '../src/domain/keys.js';
+import { systemClock, type ServiceContext } from '../src/services/context.js';
+import { generateKey } from '../src/services/generateKey.js';
+import { seedContracts } from '../src/services/seedContracts.js';
+import { setShopPlan } from '../src/services/shops.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 50;
+const CONTRACTS = 2000;
+const FIXED_RATE = 500;
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
+
+function startChild(script: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      const m = /listening (http:\/\/\S+)/.exec(out) ?? /"address":"(http:\/\/[^"]+)"/.exec(out) ?? /Server listening at (http:\/\/\S+?)"/.exec(out);
+      if (m) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve({ child, url: m[1].replace(/"$/, '') });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (b) => process.stderr.write(b));
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out.slice(-500)}`)));
+  });
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+async function run(name: string, opts: autocannon.Options): Promise<Result> {
+  const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
+  const res = {
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  };
+  console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}`);
+  return res;
+}
+
+async function main() {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const env: NodeJS.ProcessEnv = {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info', // as in production: one access line per request
+    // The benchmark measures throughput, not the limiter: both limits are raised for this run only.
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    AUTH_FAILURE_LIMIT_PER_MINUTE: '100000000',
+  };
+  let db: Database;
+  let where: string;
+  if (process.env.DATABASE_URL) {
+    const schema = `svc_bench_${randomBytes(4).toString('hex')}`;
+    const admin = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL });
+    await admin.withSession((q) => q(`CREATE SCHEMA ${schema}`));
+    cleanups.push(async () => {
+      await admin.withSession((q) => q(`DROP SCHEMA ${schema} CASCADE`));
+      await admin.close();
+    });
+    const u = new URL(process.env.DATABASE_URL);
+    u.searchParams.set('options', `-c search_path=${schema}`);
+    env.DATABASE_URL = u.toString();
+    db = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL, searchPath: schema });
+    where = 'PostgreSQL';
+  } else {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    env.DATA_DIR = dir;
+    env.DATABASE_URL = '';
+    db = await openDatabase({ kind: 'pglite', dataDir: dir });
+    where = 'embedded PGlite';
+  }
+  await migrate(db);
+  const ctx: ServiceContext = { db, clock: systemClock, freeUntil: null };
+  const shop = await setShopPlan({ ctx, input: { domain: 'bench.myshopify.com', plan: 'enterprise' } });
+  const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
+  const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);
+  await db.close();
+
+  const svc = await startChild('src/main.ts', env);
+  const base = await startChild('bench/baseline.ts', { PORT: '0' });
+  cleanups.unshift(() => {
+    svc.child.kill('SIGTERM');
+    base.child.kill('SIGTERM');
+  });
+  console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; ${SECONDS}s per scenario at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
+
+  const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+  const randomId = () => ids[Math.floor(Math.random() * ids.length)];
+  const getReq = { method: 'GET' as const, setupRequest: (r: any) => ({ ...r, path: `/api/v1/subscription-contracts/${randomId()}` }) };
+
+  // Each connection owns a slice of contracts and toggles pause/resume on them, so no two requests collide.
+  let slice = 0;
+  const per = Math.floor(CONTRACTS / CONNECTIONS);
+  const actionReq = {
+    method: 'POST' as const,
+    setupRequest: (r: any, c: any) => {
+      if (!c.mine) {
+        c.mine = ids.slice(slice * per, (slice + 1) * per);
+        c.paused = new Set<string>();
+        slice = (slice + 1) % CONNECTIONS;
+      }
+      const id = c.mine[Math.floor(Math.random() * c.mine.length)];
+      c.id = id;
+      const body = c.paused.has(id) ? '{"action":"resume"}' : '{"action":"pause"}';
+      return { ...r, path: `/api/v1/subscription-contracts/${id}/actions`, body };
+    },
+    onResponse: (status: number, _body: string, c: any) => {
+      if (status !== 200) return;
+      if (c.paused.has(c.id)) c.paused.delete(c.id);
+      else c.paused.add(c.id);
+    },
+  };
+  const forged = 'svc_live_' + 'A'.repeat(49);
+  const unknown = newRawKey();
+
+  const results: Record<string, Result> = {};
+  results.baselineGet1 = await run('baseline GET', { url: `${base.url}/echo/1` });
+  results.get = await run('svc GET contract', { url: svc.url, headers: auth, requests: [getReq] });
+  results.baselinePost1 = await run('baseline POST', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
+  results.action = await run('svc pause/resume', { url: svc.url, headers: auth, requests: [actionReq] });
+  results.baselineGet2 = await run('baseline GET (again)', { url: `${base.url}/echo/1` });
+  results.forged = await run('svc forged key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } });
+  results.unknownKey = await run('svc unknown key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } });
+  results.baselinePost2 = await run('baseline POST (again)', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
+  results.mcp = await run('svc MCP tools/call', {
+    url: `${svc.url}/mcp`,
+    method: 'POST',
+    headers: { ...auth, accept: 'application/json, text/event-stream' },
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (r: any) => ({
+          ...r,
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_subscription_contract', arguments: { contractId: randomId() } } }),
+        }),
+      },
+    ],
+  });
+  const fixedGet = await run(`svc GET at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [getReq], overallRate: FIXED_RATE, connections: 50 });
+  slice = 0;
+  const fixedAction = await run(`svc action at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [actionReq], overallRate: FIXED_RATE, connections: 50 });
+  const rss = peakRssMb(svc.child.pid!);
+
+  const baseGet = Math.max(results.baselineGet1.rps, results.baselineGet2.rps);
+  const basePost = Math.max(results.baselinePost1.rps, results.baselinePost2.rps);
+  const pick = (r: Result) => ({ rps: r.rps, p50: r.p50, p99: r.p99 });
+  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+  const summary = {
+    baseline: { get: baseGet, post: basePost },
+    get: pick(results.get),
+    action: pick(results.action),
+    forged: pick(results.forged),
+    unknownKey: pick(results.unknownKey),
+    mcp: pick(results.mcp),
+    fixedRate: { get: { p99: fixedGet.p99 }, action: { p99: fixedAction.p99 } },
+    ratios: {
+      get: ratio(results.get.rps, baseGet),
+      action: ratio(results.action.rps, basePost),
+      forged: ratio(results.forged.rps, baseGet),
+      unknownKey: ratio(results.unknownKey.rps, baseGet),
+    },
+    peakRssMb: rss,
+  };
+  const unexpected = Object.entries({ ...results, fixedGet, fixedAction })
+    .filter(([k, r]) => r.errors > 0 || (!['forged', 'unknownKey'].includes(k) && r.non2xx > r.rps * SECONDS * 0.01))
+    .map(([k]) => k);
+  if (unexpected.length) console.log(`warning: errors or unexpected non-2xx answers in: ${unexpected.join(', ')}`);
+  for (const c of cleanups) await c();
+  console.log(JSON.stringify(summary));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
