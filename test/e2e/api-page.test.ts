@@ -1,0 +1,249 @@
+import { createHash } from 'node:crypto';
+import { copyFileSync, statSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { generateKey } from '../../src/services/generateKey.js';
+import { revokeKey } from '../../src/services/revokeKey.js';
+import { setShopPlan } from '../../src/services/shops.js';
+import { uniqueShop } from '../support/app.js';
+import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
+
+const SECRET = /svc_live_[0-9A-Za-z]{49}/;
+
+describeInBrowser('admin UI: Settings → API in a real browser', () => {
+  let s: Served;
+  let browser: Browser;
+  const tabs: Tab[] = [];
+
+  beforeAll(async () => {
+    await ensureAdminUiBuilt();
+    s = await serve();
+    browser = await launch();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.t.close();
+  });
+
+  const shopOn = async (plan: string) => {
+    const domain = uniqueShop('ui');
+    const shop = await setShopPlan({ ctx: s.t.ctx, input: { domain, plan } });
+    return { domain, shopId: shop.id };
+  };
+  const tab = async (opts?: Parameters<typeof openTab>[1]) => {
+    const t = await openTab(browser, opts);
+    tabs.push(t);
+    return t;
+  };
+  const open = async (t: Tab, domain: string, path = '/admin') => {
+    await t.page.goto(`${s.base}${path}#token=${await s.t.sessionToken(domain)}`);
+  };
+  const callApi = (key: string) =>
+    fetch(`${s.base}/api/v1/subscription-contracts?limit=1`, { headers: { authorization: `Bearer ${key}` } });
+  const afterEach = () => {
+    for (const t of tabs.splice(0)) {
+      expect(t.external, 'the standalone page loads nothing from another origin').toEqual([]);
+      expect(t.errors, 'no script errors').toEqual([]);
+      void t.context.close();
+    }
+  };
+
+  it('generates a key shown once, copies it, revokes it; the key works until then and gets 401 after', async () => {
+    const { domain } = await shopOn('enterprise');
+    const t = await tab({ clipboard: true });
+    const { page } = t;
+    await open(t, domain);
+
+    // The token left the address bar; the page is Settings → API.
+    await expect.poll(() => page.url()).toBe(`${s.base}/admin/settings/api`);
+    await page.getByRole('heading', { name: 'API', exact: true }).waitFor();
+    await page.getByText('Enterprise plan', { exact: true }).waitFor();
+    await page.getByText('0 of 5 active').waitFor();
+    await page.getByText('No API keys yet').waitFor();
+    await screenshot(page, 'api-empty');
+
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const dialog = page.getByRole('dialog');
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('id') ?? '')).not.toBe('');
+    expect(await page.getByLabel('Key name (optional)').evaluate((el) => el === document.activeElement)).toBe(true);
+    await page.getByLabel('Key name (optional)').fill('ERP sync');
+    await page.keyboard.press('Enter');
+
+    await dialog.getByText('This key will not be shown again').waitFor();
+    const secret = await dialog.getByRole('textbox').inputValue();
+    expect(secret).toMatch(new RegExp(`^${SECRET.source}$`));
+    expect(await dialog.getByRole('button', { name: 'Copy key' }).evaluate((el) => el === document.activeElement)).toBe(true);
+    await screenshot(page, 'api-key-shown-once');
+
+    await dialog.getByRole('button', { name: 'Copy key' }).click();
+    await dialog.getByText('Key copied to the clipboard.').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe('Generate key');
+    const fingerprint = createHash('sha256').update(secret).digest('hex').slice(0, 12);
+    const row = page.getByRole('row', { name: /ERP sync/ });
+    await row.getByText(fingerprint).waitFor();
+    await row.getByText('Active').waitFor();
+    await page.getByText('1 of 5 active').waitFor();
+    const noSecretLeft = async () => {
+      expect(await page.content()).not.toMatch(SECRET);
+      const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
+      expect(stored).not.toMatch(SECRET);
+    };
+    await noSecretLeft();
+
+    // The copied key works against the API; after a reload the page still has its session and no secret.
+    expect((await callApi(secret)).status).toBe(200);
+    await page.reload();
+    await row.getByText(fingerprint).waitFor();
+    expect(await row.getByText('Never').count()).toBe(0); // last used is now set
+    await noSecretLeft();
+
+    await row.getByRole('button', { name: 'Revoke ERP sync' }).click();
+    const confirm = page.getByRole('dialog');
+    await confirm.getByRole('heading', { name: 'Revoke ERP sync?' }).waitFor();
+    await confirm.getByText(fingerprint).waitFor();
+    await screenshot(page, 'api-revoke-confirm');
+    await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    await confirm.waitFor({ state: 'detached' });
+    await row.getByText('Revoked', { exact: true }).waitFor();
+    await page.getByText('0 of 5 active').waitFor();
+    expect(await row.getByRole('button', { name: /Revoke/ }).count()).toBe(0);
+    await screenshot(page, 'api-revoked');
+
+    const after = await callApi(secret);
+    expect(after.status).toBe(401);
+    expect((await after.json()).error.code).toBe('unauthorized');
+    // Every admin call carried the session token.
+    expect(t.adminCalls.length).toBeGreaterThan(0);
+    expect(t.adminCalls.every((c) => c.authorization?.startsWith('Bearer ey'))).toBe(true);
+    afterEach();
+  });
+
+  it('states "3 of 5 active" before the limit, disables Generate at 5 and says why; a stale page shows the 409', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    for (const name of ['one', 'two', 'three']) await generateKey({ ctx: s.t.ctx, input: { shopId, name } });
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    await page.getByText('3 of 5 active').waitFor();
+    const generate = page.getByRole('button', { name: 'Generate key' });
+    expect(await generate.isEnabled()).toBe(true);
+
+    // Another tab takes the 4th and 5th slots; this page still believes it has room.
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'four' } });
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'five' } });
+    await generate.click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Generate key' }).click();
+    const alert = page.getByRole('dialog').getByRole('alert');
+    await alert.getByText('The key was not generated').waitFor();
+    await alert.getByText(/key_limit_reached/).waitFor();
+    await screenshot(page, 'api-limit-error');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+
+    await page.getByText('5 of 5 active').waitFor();
+    expect(await generate.isDisabled()).toBe(true);
+    // Focus came back out of the dialog to the reason, not to the button that can no longer be used.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('generate-disabled-reason');
+    await page.getByText('This store has 5 active keys, the most it can have. Revoke a key to generate a new one.').waitFor();
+    expect(await generate.getAttribute('aria-describedby')).toBe('generate-disabled-reason');
+    await screenshot(page, 'api-limit-reached');
+    afterEach();
+  });
+
+  it('plan required: explains the Enterprise requirement, keeps the keys, Generate disabled with the reason', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'kept' } });
+    await setShopPlan({ ctx: s.t.ctx, input: { domain, plan: 'basic' } });
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    await page.getByText('Plan required: API access needs the Enterprise plan').waitFor();
+    await page.getByText(/Your store is on the\s+basic\s+plan/).waitFor();
+    await page.getByRole('row', { name: /kept/ }).getByText('Active').waitFor();
+    expect(await page.getByRole('button', { name: 'Generate key' }).isDisabled()).toBe(true);
+    await page.getByText('Generating keys needs API access, which requires the Enterprise plan.').waitFor();
+    await screenshot(page, 'api-plan-required');
+    afterEach();
+  });
+
+  it('free period: every plan may generate keys, and the banner gives the end date', async () => {
+    const freeUntil = new Date(Date.UTC(new Date().getUTCFullYear() + 1, 0, 15));
+    const free = await serve({ database: s.t.database, freeUntil });
+    try {
+      const domain = uniqueShop('free');
+      await setShopPlan({ ctx: free.t.ctx, input: { domain, plan: 'basic' } });
+      const t = await tab();
+      const { page } = t;
+      await page.goto(`${free.base}/admin#token=${await free.t.sessionToken(domain)}`);
+      await page.getByText(`API access is included for every store until January 15, ${freeUntil.getUTCFullYear()}`).waitFor();
+      expect(await page.getByRole('button', { name: 'Generate key' }).isEnabled()).toBe(true);
+      await screenshot(page, 'api-free-period');
+      afterEach();
+    } finally {
+      await free.t.close();
+    }
+  });
+
+  // The README's picture of the page: an artifact every run; copied to docs/ with UPDATE_DOCS_SCREENSHOT=1.
+  it('renders the README screenshot of a shop with active and revoked keys', async () => {
+    const domain = 'my-shop.myshopify.com';
+    const shop = await setShopPlan({ ctx: s.t.ctx, input: { domain, plan: 'enterprise' } });
+    const old = await generateKey({ ctx: s.t.ctx, input: { shopId: shop.id, name: 'Old staging server' } });
+    await revokeKey({ ctx: s.t.ctx, input: { shopId: shop.id, keyId: old.key.id } });
+    await generateKey({ ctx: s.t.ctx, input: { shopId: shop.id, name: 'Claude Code' } });
+    const erp = await generateKey({ ctx: s.t.ctx, input: { shopId: shop.id, name: 'ERP sync' } });
+    expect((await callApi(erp.secret)).status).toBe(200);
+    const t = await tab({ width: 1280, height: 800 });
+    await open(t, domain);
+    await t.page.getByText('2 of 5 active').waitFor();
+    const file = await screenshot(t.page, 'api-page', false);
+    expect(statSync(file).size).toBeLessThan(150_000);
+    if (process.env.UPDATE_DOCS_SCREENSHOT === '1') copyFileSync(file, new URL('../../docs/api-page.png', import.meta.url));
+    afterEach();
+  });
+
+  it('at 375 px the page fits the screen; the dialog is keyboard-operable and gives focus back', async () => {
+    const { domain } = await shopOn('enterprise');
+    const t = await tab({ width: 375, height: 812 });
+    const { page } = t;
+    await open(t, domain);
+    await page.getByText('0 of 5 active').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'api-mobile-375');
+
+    const generate = page.getByRole('button', { name: 'Generate key' });
+    await generate.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog');
+    // On a phone the dialog is a bottom sheet whose role=dialog box has no height: wait for its title instead.
+    await dialog.getByRole('heading', { name: 'Generate API key' }).waitFor();
+    await expect.poll(() => page.evaluate(() => Boolean(document.activeElement?.closest('[role="dialog"]')))).toBe(true);
+    // Tab stays inside the dialog.
+    for (let i = 0; i < 6; i++) {
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => Boolean(document.activeElement?.closest('[role="dialog"]')))).toBe(true);
+    }
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => generate.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    // The key shown once still fits: generate one and look at it on the narrow screen.
+    await page.keyboard.press('Enter');
+    await dialog.getByLabel('Key name (optional)').fill('Phone');
+    await dialog.getByRole('button', { name: 'Generate key' }).click();
+    await dialog.getByText('This key will not be shown again').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'api-mobile-375-key-shown', false);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await page.content()).not.toMatch(SECRET);
+    await page.getByRole('button', { name: 'Revoke Phone' }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await screenshot(page, 'api-mobile-375-keys');
+    afterEach();
+  });
+});

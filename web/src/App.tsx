@@ -1,0 +1,118 @@
+import { Frame, Navigation, TopBar } from '@shopify/polaris';
+import { OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
+import { useCallback, useEffect, useMemo, useState, createElement } from 'react';
+import { createAdminApi, type ApiError } from './api';
+import { forgetStandaloneToken, startSession, type SessionProblem } from './auth';
+import { AdminApiContext } from './context';
+import { ApiPage } from './pages/ApiPage';
+import { ContractsPage } from './pages/ContractsPage';
+import { NotFoundPage } from './pages/NotFoundPage';
+import { SessionProblemPage } from './pages/SessionProblemPage';
+import { SettingsPage } from './pages/SettingsPage';
+import { navigate, ROUTES, usePath } from './router';
+
+/** Decides the session once, then renders the frame and the page for the current path. */
+export function App() {
+  const started = useMemo(() => startSession(), []);
+  const [problem, setProblem] = useState<SessionProblem | null>('problem' in started ? started.problem : null);
+  const session = 'session' in started ? started.session : null;
+
+  const onUnauthorized = useCallback(
+    (_err: ApiError) => {
+      if (session?.mode === 'standalone') forgetStandaloneToken();
+      setProblem({ kind: 'expired', shop: session?.shop ?? null });
+    },
+    [session],
+  );
+  const api = useMemo(() => (session ? createAdminApi(session, onUnauthorized) : null), [session, onUnauthorized]);
+
+  if (problem || !session || !api) return <SessionProblemPage problem={problem ?? { kind: 'missing' }} embedded={session?.mode === 'embedded'} />;
+  return (
+    <AdminApiContext.Provider value={{ api, shop: session.shop }}>
+      <Shell embedded={session.mode === 'embedded'} shop={session.shop} />
+    </AdminApiContext.Provider>
+  );
+}
+
+// Inline, so the standalone page still loads nothing from another origin.
+const LOGO =
+  'data:image/svg+xml,' +
+  encodeURIComponent(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="170" height="28" viewBox="0 0 170 28">' +
+      '<rect x="0" y="2" width="24" height="24" rx="6" fill="#30c48d"/>' +
+      '<path d="M7 14.5l3.5 3.5 7-8" stroke="#fff" stroke-width="2.5" fill="none" stroke-linecap="round" stroke-linejoin="round"/>' +
+      '<text x="33" y="19.5" font-family="-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif" font-size="15" font-weight="600" fill="#fff">svc subscriptions</text></svg>',
+  );
+
+function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
+  const path = usePath();
+  const [navOpen, setNavOpen] = useState(false);
+  const [userMenuOpen, setUserMenuOpen] = useState(false);
+  useEffect(() => {
+    if (path === '/admin') navigate(ROUTES.api, { replace: true });
+    setNavOpen(false);
+  }, [path]);
+
+  let page;
+  if (path === ROUTES.api || path === '/admin') page = <ApiPage />;
+  else if (path === ROUTES.settings) page = <SettingsPage />;
+  else if (path === ROUTES.contracts) page = <ContractsPage />;
+  else page = <NotFoundPage />;
+
+  if (embedded) {
+    // Inside the shop admin the platform draws the navigation from App Bridge's <ui-nav-menu>.
+    return (
+      <Frame>
+        {createElement(
+          'ui-nav-menu',
+          null,
+          <a href="/admin" rel="home">Home</a>,
+          <a href={ROUTES.contracts}>Contracts</a>,
+          <a href={ROUTES.api}>Settings → API</a>,
+        )}
+        {page}
+      </Frame>
+    );
+  }
+
+  const userMenu = (
+    <TopBar.UserMenu
+      name={shop ?? 'Shop'}
+      detail="Standalone admin"
+      initials={(shop ?? 'S').slice(0, 1).toUpperCase()}
+      actions={[{ items: [{ content: 'API reference', url: '/docs', external: true }] }]}
+      open={userMenuOpen}
+      onToggle={() => setUserMenuOpen((o) => !o)}
+    />
+  );
+  const navigation = (
+    <Navigation location={path}>
+      <Navigation.Section
+        items={[{ label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts }]}
+      />
+      <Navigation.Section
+        fill
+        items={[
+          {
+            label: 'Settings',
+            url: ROUTES.settings,
+            icon: SettingsIcon,
+            selected: path.startsWith(ROUTES.settings),
+            subNavigationItems: [{ label: 'API', url: ROUTES.api, matches: path === ROUTES.api }],
+          },
+        ]}
+      />
+    </Navigation>
+  );
+  return (
+    <Frame
+      logo={{ topBarSource: LOGO, width: 170, url: ROUTES.api, accessibilityLabel: 'svc subscriptions' }}
+      topBar={<TopBar showNavigationToggle userMenu={userMenu} onNavigationToggle={() => setNavOpen((o) => !o)} />}
+      navigation={navigation}
+      showMobileNavigation={navOpen}
+      onNavigationDismiss={() => setNavOpen(false)}
+    >
+      {page}
+    </Frame>
+  );
+}

@@ -1,0 +1,223 @@
+import {
+  BlockStack,
+  Box,
+  Button,
+  Card,
+  InlineStack,
+  Layout,
+  Link,
+  Page,
+  SkeletonBodyText,
+  SkeletonDisplayText,
+  SkeletonPage,
+  Text,
+  Toast,
+} from '@shopify/polaris';
+import { KeyIcon } from '@shopify/polaris-icons';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { ApiError, type ApiKey, type KeyList, type ShopInfo } from '../api';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { useAdminApi } from '../context';
+import { ROUTES } from '../router';
+import { AccessState } from './AccessState';
+import { GenerateKeyModal } from './GenerateKeyModal';
+import { keyLabel } from './keyLabel';
+import { KeysTable } from './KeysTable';
+import { RevokeKeyModal } from './RevokeKeyModal';
+
+const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
+const withCount = (keys: ApiKey[]): KeyList => ({ keys, activeCount: keys.filter((k) => k.status === 'active').length });
+
+/** Settings → API: access state, the keys and their limit, generate and revoke (PRODUCT §6). */
+export function ApiPage() {
+  const { api } = useAdminApi();
+  const [shop, setShop] = useState<ShopInfo | null>(null);
+  const [list, setList] = useState<KeyList | null>(null);
+  const [loadError, setLoadError] = useState<ApiError | null>(null);
+  const [generating, setGenerating] = useState(false);
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [toast, setToast] = useState<string | null>(null);
+  // Focus returns from the generate dialog to the button, or to the reason it became disabled (the 5th key).
+  const generateReturn = useRef<HTMLElement | null>(null);
+  const buttonWrap = useRef<HTMLDivElement>(null);
+  const reasonWrap = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    generateReturn.current = reasonWrap.current?.firstElementChild ? reasonWrap.current : buttonWrap.current;
+  });
+  const revokeReturn = useRef<HTMLElement | null>(null);
+
+  const load = useCallback(async () => {
+    setLoadError(null);
+    try {
+      const [s, k] = await Promise.all([api.shop(), api.keys()]);
+      setShop(s);
+      setList(k);
+    } catch (err) {
+      setLoadError(asApiError(err));
+    }
+  }, [api]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  if (!shop || !list) {
+    if (loadError) {
+      return (
+        <Page title="API" backAction={{ content: 'Settings', url: ROUTES.settings }}>
+          <BlockStack gap="400">
+            <ErrorBanner error={loadError} title="The API settings could not be loaded" />
+            <InlineStack>
+              <Button onClick={() => void load()}>Try again</Button>
+            </InlineStack>
+          </BlockStack>
+        </Page>
+      );
+    }
+    return (
+      <SkeletonPage title="API" backAction>
+        <Layout>
+          <Layout.Section>
+            <Card>
+              <SkeletonBodyText lines={2} />
+            </Card>
+          </Layout.Section>
+          <Layout.Section>
+            <Card>
+              <BlockStack gap="400">
+                <SkeletonDisplayText size="small" />
+                <SkeletonBodyText lines={4} />
+              </BlockStack>
+            </Card>
+          </Layout.Section>
+        </Layout>
+      </SkeletonPage>
+    );
+  }
+
+  const max = shop.limits.maxActiveKeys;
+  const atLimit = list.activeCount >= max;
+  const disabledReason = !shop.shop.apiAccess.allowed
+    ? 'Generating keys needs API access, which requires the Enterprise plan.'
+    : atLimit
+      ? `This store has ${max} active keys, the most it can have. Revoke a key to generate a new one.`
+      : null;
+
+  const onGenerated = (key: ApiKey) => setList((l) => withCount([key, ...(l?.keys ?? [])]));
+  const openRevoke = (k: ApiKey) => {
+    revokeReturn.current = document.getElementById(`key-revoke-${k.id}`);
+    setRevoking(k);
+  };
+  const closeRevoke = (revoked: ApiKey | null) => {
+    if (revoked) {
+      setList((l) => l && withCount(l.keys.map((k) => (k.id === revoked.id ? revoked : k))));
+      setToast(`Revoked ${keyLabel(revoked)}`);
+      // The row's Revoke button is gone; focus returns to the row's name instead.
+      revokeReturn.current = document.getElementById(`key-name-${revoked.id}`)?.parentElement ?? null;
+    }
+    setRevoking(null);
+  };
+
+  return (
+    <Page
+      title="API"
+      subtitle={`Keys let ${shop.shop.domain}'s own backend manage subscription contracts through the API and the MCP server.`}
+      backAction={{ content: 'Settings', url: ROUTES.settings }}
+    >
+      <Layout>
+        {loadError && (
+          <Layout.Section>
+            <ErrorBanner error={loadError} title="The API settings could not be refreshed" onDismiss={() => setLoadError(null)} />
+          </Layout.Section>
+        )}
+        <Layout.Section>
+          <AccessState info={shop} />
+        </Layout.Section>
+        <Layout.Section>
+          <Card padding="0">
+            <Box padding="400">
+              <BlockStack gap="300">
+                <InlineStack align="space-between" blockAlign="center" gap="300">
+                  <BlockStack gap="100">
+                    <Text as="h2" variant="headingMd">
+                      API keys
+                    </Text>
+                    <Text as="p" tone={atLimit ? 'caution' : 'subdued'}>
+                      <span data-testid="active-count">{`${list.activeCount} of ${max} active`}</span>
+                      {' · '}a store can have at most {max} active keys; revoked keys do not count.
+                    </Text>
+                  </BlockStack>
+                  <div ref={buttonWrap}>
+                    <Button
+                      variant="primary"
+                      icon={KeyIcon}
+                      disabled={disabledReason !== null}
+                      ariaDescribedBy={disabledReason ? 'generate-disabled-reason' : undefined}
+                      onClick={() => setGenerating(true)}
+                    >
+                      Generate key
+                    </Button>
+                  </div>
+                </InlineStack>
+                <div ref={reasonWrap}>
+                  {disabledReason && (
+                    <div id="generate-disabled-reason" tabIndex={-1} className="svc-focus-target">
+                      <Text as="p" tone="caution">
+                        {disabledReason}
+                      </Text>
+                    </div>
+                  )}
+                </div>
+              </BlockStack>
+            </Box>
+            {list.keys.length === 0 ? (
+              <Box padding="400" borderBlockStartWidth="025" borderColor="border">
+                <BlockStack gap="200" inlineAlign="center">
+                  <Text as="p" variant="headingSm">
+                    No API keys yet
+                  </Text>
+                  <Text as="p" tone="subdued" alignment="center">
+                    Generate a key for your backend or your IDE. Each key is shown once, when it is generated.
+                  </Text>
+                </BlockStack>
+              </Box>
+            ) : (
+              <KeysTable keys={list.keys} onRevoke={openRevoke} />
+            )}
+          </Card>
+        </Layout.Section>
+        <Layout.Section>
+          <UsageCard />
+        </Layout.Section>
+      </Layout>
+      <GenerateKeyModal open={generating} activator={generateReturn} onClose={() => setGenerating(false)} onGenerated={onGenerated} onStale={() => void load()} />
+      <RevokeKeyModal target={revoking} activator={revokeReturn} onClose={closeRevoke} />
+      {toast && <Toast content={toast} onDismiss={() => setToast(null)} />}
+    </Page>
+  );
+}
+
+function UsageCard() {
+  const base = window.location.origin;
+  return (
+    <Card>
+      <BlockStack gap="300">
+        <Text as="h2" variant="headingMd">
+          Using a key
+        </Text>
+        <Text as="p">
+          Call the API from your own server, with the key in the <code>Authorization</code> header. Keep the key out of
+          browsers, apps, storefronts, source control and URLs.
+        </Text>
+        <pre className="svc-code">{`curl -X POST ${base}/api/v1/subscription-contracts/4242/actions \\
+  -H "Authorization: Bearer $SVC_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{"action":"pause","resumeAt":"2027-01-05T00:00:00Z"}'`}</pre>
+        <Text as="p">
+          <Link url="/docs" external>
+            API reference
+          </Link>
+        </Text>
+      </BlockStack>
+    </Card>
+  );
+}

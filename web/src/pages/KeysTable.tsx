@@ -1,0 +1,83 @@
+import { Badge, BlockStack, Button, IndexTable, InlineStack, Text, useBreakpoints } from '@shopify/polaris';
+import type { ApiKey } from '../api';
+import { formatDateTime } from '../format';
+import { keyLabel } from './keyLabel';
+
+/** The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, status and dates. */
+export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void }) {
+  const { smDown } = useBreakpoints();
+  const status = (k: ApiKey) =>
+    k.status === 'active' ? <Badge tone="success">Active</Badge> : <Badge tone="critical">Revoked</Badge>;
+  const name = (k: ApiKey) => (
+    // Focus lands here after a revoke, when the row's Revoke button no longer exists.
+    <span id={`key-name-${k.id}`} tabIndex={-1} className="svc-focus-target">
+      <Text as="span" fontWeight="semibold" tone={k.name ? undefined : 'subdued'}>
+        {k.name ?? 'Unnamed key'}
+      </Text>
+    </span>
+  );
+  const revoke = (k: ApiKey) =>
+    k.status === 'active' ? (
+      <span id={`key-revoke-${k.id}`}>
+        <Button variant="plain" tone="critical" onClick={() => onRevoke(k)} accessibilityLabel={`Revoke ${keyLabel(k)}`}>
+          Revoke
+        </Button>
+      </span>
+    ) : null;
+  const fingerprint = (k: ApiKey) => (
+<span className="svc-mono">{k.fingerprint}</span>
+  );
+
+  const rows = keys.map((k, i) =>
+    smDown ? (
+      <IndexTable.Row id={`key-${k.id}`} key={k.id} position={i}>
+        <IndexTable.Cell>
+          <BlockStack gap="100">
+            <InlineStack align="space-between" blockAlign="center" gap="200">
+              {name(k)}
+              {status(k)}
+            </InlineStack>
+            <Text as="p" variant="bodySm">
+              Fingerprint {fingerprint(k)}
+            </Text>
+            <Text as="p" variant="bodySm" tone="subdued">
+              Created {formatDateTime(k.createdAt)} · Last used {formatDateTime(k.lastUsedAt, 'never')}
+              {k.revokedAt ? ` · Revoked ${formatDateTime(k.revokedAt)}` : ''}
+            </Text>
+            {revoke(k)}
+          </BlockStack>
+        </IndexTable.Cell>
+      </IndexTable.Row>
+    ) : (
+      <IndexTable.Row id={`key-${k.id}`} key={k.id} position={i}>
+        <IndexTable.Cell>{name(k)}</IndexTable.Cell>
+        <IndexTable.Cell>{fingerprint(k)}</IndexTable.Cell>
+        <IndexTable.Cell>{status(k)}</IndexTable.Cell>
+        <IndexTable.Cell>{formatDateTime(k.createdAt)}</IndexTable.Cell>
+        <IndexTable.Cell>{formatDateTime(k.lastUsedAt, 'Never')}</IndexTable.Cell>
+        <IndexTable.Cell>{formatDateTime(k.revokedAt)}</IndexTable.Cell>
+        <IndexTable.Cell>{revoke(k)}</IndexTable.Cell>
+      </IndexTable.Row>
+    ),
+  );
+
+  return (
+    <IndexTable
+      condensed={smDown}
+      selectable={false}
+      resourceName={{ singular: 'API key', plural: 'API keys' }}
+      itemCount={keys.length}
+      headings={[
+        { title: 'Name' },
+        { title: 'Fingerprint' },
+        { title: 'Status' },
+        { title: 'Created' },
+        { title: 'Last used' },
+        { title: 'Revoked' },
+        { title: 'Actions', hidden: true },
+      ]}
+    >
+      {rows}
+    </IndexTable>
+  );
+}
