@@ -1,18 +1,39 @@
 /**
  * npm run bench:mcp — MCP tool calls per second, latency and server CPU per call, at 10 concurrent clients.
  *
- * Compares two ways of serving POST /mcp inside the same app:
- *   naive  — what the SDK's stateless example does: a new McpServer with every tool registered, plus a new transport,
- *            for each request (mounted here at /mcp-naive, built from the same tool definitions);
- *   served — the real /mcp endpoint.
- * The server runs in a child process (so its CPU is measured alone) on a fresh embedded database, or on PostgreSQL in
- * a fresh schema when DATABASE_URL is set. Each scenario is a `tools/call` of get_subscription_contract, run for
- * BENCH_SECONDS (default 8) after a short warm-up, alternating naive/served BENCH_ROUNDS times (default 2). The last
- * line printed is one JSON object with every figure.
+ * Scenarios, all in the same app, each a loop of one request type over 10 connections:
+ *   naive  — the SDK's stateless pattern: a new McpServer with every tool registered (McpServer.registerTool) and a
+ *            new StreamableHTTPServerTransport for each request, mounted at /mcp-naive for the comparison;
+ *   served — the real /mcp endpoint;
+ *   api    — the same read through GET /api/v1/subscription-contracts/:id: auth plus one query, the floor an MCP call
+ *            shares with every other surface.
+ * Each MCP scenario is a `tools/call` of get_subscription_contract. The server runs in a child process, so its CPU is
+ * measured alone, on a fresh embedded database, or on PostgreSQL in a fresh schema when DATABASE_URL is set. Each
+ * scenario runs BENCH_SECONDS (default 8) after a 2 s warm-up, the set repeated BENCH_ROUNDS times (default 2).
+ * BENCH_ONLY=naive,served picks scenarios; BENCH_PROFILE=dir writes a CPU profile of each measured run. The last line
+ * printed is one JSON object with every figure. Throughput depends on what else the machine runs: compare the rows of
+ * one run, and the CPU per call, rather than runs.
  */
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import autocannon from 'autocannon';
+import { buildApp } from '../src/app.js';
+import { openDatabase } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+import { apiKeyAuth } from '../src/http/api/v1/auth.js';
+import { toServiceError } from '../src/http/errors.js';
+import { createLogger } from '../src/http/logging.js';
+import { serviceOperations } from '../src/mcp/operations.js';
+import { callTool, INSTRUCTIONS, SERVER_INFO } from '../src/mcp/server.js';
+import { TOOLS } from '../src/mcp/tools.js';
+import { systemClock } from '../src/services/context.js';
+import { generateKey } from '../src/services/generateKey.js';
+import { seedContracts } from '../src/services/seedContracts.js';
+import { setShopPlan } from '../src/services/shops.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -31,35 +52,17 @@ if (process.argv.includes('--serve')) {
 
 /** The child: the real app plus a naive /mcp-naive route, a shop with a key and some contracts. */
 async function serve(): Promise<void> {
-  const [{ StreamableHTTPServerTransport }, { buildApp }, { openDatabase }, { migrate }, { apiKeyAuth }, { toServiceError }, { createLogger }, { serviceOperations }, { callTool, SERVER_INFO, INSTRUCTIONS }, { TOOLS }, { McpServer }, ctxMod, { generateKey }, { seedContracts }, { setShopPlan }] =
-    await Promise.all([
-      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-      import('../src/app.js'),
-      import('../src/db/client.js'),
-      import('../src/db/migrate.js'),
-      import('../src/http/api/v1/auth.js'),
-      import('../src/http/errors.js'),
-      import('../src/http/logging.js'),
-      import('../src/mcp/operations.js'),
-      import('../src/mcp/server.js'),
-      import('../src/mcp/tools.js'),
-      import('@modelcontextprotocol/sdk/server/mcp.js'),
-      import('../src/services/context.js'),
-      import('../src/services/generateKey.js'),
-      import('../src/services/seedContracts.js'),
-      import('../src/services/shops.js'),
-    ]);
   const url = process.env.DATABASE_URL;
   let schema: string | undefined;
   if (url) {
-    schema = `svc_bench_${randomBytes(4).toString('hex')}`;
+    schema = `mcp_bench_${randomBytes(4).toString('hex')}`;
     const admin = await openDatabase({ kind: 'postgres', url });
     await admin.withSession((run) => run(`CREATE SCHEMA ${schema}`));
     await admin.close();
   }
   const db = url ? await openDatabase({ kind: 'postgres', url, searchPath: schema }) : await openDatabase({ kind: 'pglite' });
   await migrate(db);
-  const ctx = { db, clock: ctxMod.systemClock, freeUntil: null };
+  const ctx = { db, clock: systemClock, freeUntil: null };
   const logger = createLogger({ level: 'warn', sink: { write: (line: string) => process.stderr.write(line) } });
   const app = await buildApp({
     ctx,
@@ -100,7 +103,6 @@ async function serve(): Promise<void> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   // BENCH_PROFILE=dir: a CPU profile of the measured runs only (not of startup), one file per scenario.
-  const { Session } = await import('node:inspector/promises');
   const inspector = new Session();
   inspector.connect();
   await inspector.post('Profiler.enable');
@@ -110,7 +112,6 @@ async function serve(): Promise<void> {
       process.send!({ type: 'profile-started' });
     } else if (m.type === 'profile-stop') {
       const { profile } = await inspector.post('Profiler.stop');
-      const { writeFileSync } = await import('node:fs');
       writeFileSync(`${process.env.BENCH_PROFILE}/${m.name}.cpuprofile`, JSON.stringify(profile));
       process.send!({ type: 'profile-stopped' });
     } else if (m.type === 'cpu') {

@@ -1,5 +1,90 @@
-/** Placeholder entry until the MCP server lands; see the MCP issue. */
-export async function runMcpStdio(_env: NodeJS.ProcessEnv, io: { err: (s: string) => void }): Promise<number> {
-  io.err('svc: mcp-stdio is not available in this build yet.');
-  return 1;
+import type { Readable, Writable } from 'node:stream';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { MESSAGES, ServiceError } from '../domain/errors.js';
+import { isWellFormedKey } from '../domain/keys.js';
+import { httpOperations } from './apiClient.js';
+import { buildToolServer, type ToolCallContext } from './server.js';
+
+export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000';
+
+type Io = { err: (s: string) => void };
+
+function baseUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http:// or https:// URL';
+  if (/svc_live_/i.test(value)) return 'must not contain an API key (set the key in SVC_API_KEY only)';
+  if (url.search || url.hash) return 'must be the server\'s base URL, without a query or fragment';
+  return null;
+}
+
+/**
+ * `svc mcp-stdio`: the same tools as /mcp, for IDEs that launch a local process, served over stdin/stdout and run on
+ * the HTTP API as any client would (SVC_BASE_URL, key in SVC_API_KEY). Stdout carries the protocol and nothing else;
+ * everything for a human goes to stderr. A missing, malformed or refused key ends the process at once with a
+ * message saying what to do, so the IDE shows that instead of a server without a working tool. Returns the exit
+ * code when the client closes stdin.
+ */
+export async function runMcpStdio(
+  env: NodeJS.ProcessEnv,
+  io: Io,
+  streams: { stdin: Readable; stdout: Writable } = { stdin: process.stdin, stdout: process.stdout },
+): Promise<number> {
+  const key = env.SVC_API_KEY?.trim();
+  if (!key) {
+    io.err(
+      'svc mcp-stdio: SVC_API_KEY is not set. Generate a key in the app (Settings → API) and set it in the environment ' +
+        'of this MCP server in your IDE\'s configuration.',
+    );
+    return 1;
+  }
+  if (!isWellFormedKey(key)) {
+    // Never echo the value: it may be a real key with a typo.
+    io.err('svc mcp-stdio: SVC_API_KEY is not a valid svc API key (svc_live_ followed by 49 letters and digits, with a matching checksum). Copy it again from where you stored it when it was generated.');
+    return 1;
+  }
+  const baseUrl = (env.SVC_BASE_URL?.trim() || DEFAULT_BASE_URL).replace(/\/+$/, '');
+  const problem = baseUrlProblem(baseUrl);
+  if (problem) {
+    io.err(`svc mcp-stdio: SVC_BASE_URL ${problem}: set it to the svc server's address, e.g. ${DEFAULT_BASE_URL}.`);
+    return 1;
+  }
+
+  const ops = httpOperations(baseUrl, key);
+  try {
+    await ops.probe();
+  } catch (err) {
+    const e = err instanceof ServiceError ? err : new ServiceError('internal_error', MESSAGES.internal);
+    if (e.code === 'unauthorized' || e.code === 'plan_required') {
+      io.err(`svc mcp-stdio: the svc API at ${baseUrl} refused SVC_API_KEY (${e.code}): ${e.message}`);
+      return 1;
+    }
+    // Not reachable yet (the server may start after the IDE): serve anyway; each tool call says what is wrong.
+    io.err(`svc mcp-stdio: warning: ${e.message}`);
+  }
+
+  const call: ToolCallContext = {
+    ops,
+    toServiceError: (err) => {
+      if (err instanceof ServiceError) return err;
+      io.err(`svc mcp-stdio: unexpected error: ${(err as Error).message}`);
+      return new ServiceError('internal_error', MESSAGES.internal);
+    },
+  };
+  const server = buildToolServer(() => call);
+  const transport = new StdioServerTransport(streams.stdin, streams.stdout);
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = resolve;
+  });
+  server.onerror = (err) => io.err(`svc mcp-stdio: ${err.message}`);
+  // The SDK's stdio transport does not watch for the end of input: the client going away ends the server.
+  streams.stdin.once('end', () => void server.close());
+  await server.connect(transport);
+  io.err(`svc mcp-stdio: serving the svc tools on stdio, calling ${baseUrl}.`);
+  await closed;
+  return 0;
 }

@@ -1,0 +1,80 @@
+import { ERROR_STATUS, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+import type { ContractOperations } from './operations.js';
+
+/** A refusal from the HTTP API, as its envelope said it: code, message, details and the API's request id. */
+export class ApiError extends ServiceError {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly requestId: string,
+    details?: ErrorDetail[],
+  ) {
+    super(code, message, { details });
+  }
+}
+
+type Envelope = { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } };
+
+const TIMEOUT_MS = 30_000;
+
+/**
+ * The contract operations as any client of the HTTP API performs them (what `svc mcp-stdio` runs its tools on): the
+ * key in `Authorization: Bearer`, never in a URL; refusals come back as ApiErrors carrying the API's envelope.
+ */
+export function httpOperations(baseUrl: string, apiKey: string, fetchImpl: typeof fetch = fetch): ContractOperations & { probe(): Promise<void> } {
+  const base = baseUrl.replace(/\/+$/, '');
+
+  async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetchImpl(`${base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          accept: 'application/json',
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = cause?.code ?? cause?.message ?? (err as Error).message;
+      throw new ServiceError('unavailable', `Cannot reach the svc API at ${base} (${why}). Is the server running, and is SVC_BASE_URL right?`);
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (res.ok && json !== undefined) return json as T;
+    const e = (json as Envelope | undefined)?.error;
+    if (e && typeof e.code === 'string' && e.code in ERROR_STATUS && typeof e.message === 'string') {
+      const details = Array.isArray(e.details) ? (e.details as ErrorDetail[]) : undefined;
+      throw new ApiError(e.code as ErrorCode, e.message, typeof e.requestId === 'string' ? e.requestId : '', details);
+    }
+    throw new ServiceError('internal_error', `Unexpected answer from ${base}${path.split('?')[0]}: HTTP ${res.status}. Is SVC_BASE_URL the svc server?`);
+  }
+
+  const query = (q: Record<string, string | number | undefined>) => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    const s = params.toString();
+    return s ? `?${s}` : '';
+  };
+  // Tool arguments are validated before they get here (contract ids are digits), but a path segment is encoded anyway.
+  const contract = (id: string) => `/api/v1/subscription-contracts/${encodeURIComponent(id)}`;
+
+  return {
+    /** The cheapest authenticated request: tells at startup whether the key is accepted. */
+    probe: async () => {
+      await call('GET', `/api/v1/subscription-contracts${query({ limit: 1 })}`);
+    },
+    getContract: async (id) => (await call<{ contract: never }>('GET', contract(id))).contract,
+    listContracts: ({ status, limit, cursor }) => call('GET', `/api/v1/subscription-contracts${query({ status, limit, cursor })}`),
+    actOnContract: async (id, body) => (await call<{ contract: never }>('POST', `${contract(id)}/actions`, body)).contract,
+    listContractEvents: (id, { limit, cursor }) => call('GET', `${contract(id)}/events${query({ limit, cursor })}`),
+  };
+}

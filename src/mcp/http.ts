@@ -1,0 +1,98 @@
+import {
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  isInitializeRequest,
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ServiceError } from '../domain/errors.js';
+import { apiKeyAuth } from '../http/api/v1/auth.js';
+import { requireJsonBody } from '../http/body.js';
+import { toServiceError } from '../http/errors.js';
+import type { ServiceContext } from '../services/context.js';
+import { ExchangeChannel } from './exchange.js';
+import { serviceOperations } from './operations.js';
+import { Pool } from './pool.js';
+import { buildToolServer, type ToolCallContext } from './server.js';
+
+// A batch is one request for the rate limit: kept small so it cannot multiply the shop's budget by much. Batches left
+// the protocol in 2025-06-18 and clients do not send them; older protocol versions may.
+const MAX_BATCH = 10;
+
+/** JSON unless the client accepts only an event stream (RFC 9110 lets a server ignore an Accept it cannot meet). */
+function wantsEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const a = accept.toLowerCase();
+  return a.includes('text/event-stream') && !/application\/json|application\/\*|\*\/\*/.test(a);
+}
+
+function jsonRpcError(reply: FastifyReply, code: number, message: string): FastifyReply {
+  return reply.code(400).type('application/json; charset=utf-8').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/**
+ * The MCP server over Streamable HTTP at /mcp: stateless, one POST = one exchange, answered as JSON (or as an event
+ * stream for a client that accepts only that). GET and DELETE get 405 from the app's not-found handler: there is no
+ * session and no server-initiated stream.
+ *
+ * Errors: everything HTTP-level is the service's envelope, like every other route — auth (401 with
+ * WWW-Authenticate: Bearer, 403), wrong method (405), media type (415), size (413), unreadable JSON (400), an
+ * unsupported MCP-Protocol-Version header (400). A body that is JSON but not JSON-RPC is answered in JSON-RPC
+ * (`{"jsonrpc":"2.0","error":{"code":-32600,…},"id":null}`, HTTP 400), because at that point the client speaks the
+ * protocol and its SDK reads protocol errors; refusals of a tool call are tool results carrying the envelope.
+ */
+export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
+  const { ctx } = opts;
+  const channels = new Pool(() => ExchangeChannel.open(buildToolServer((extra) => extra?.call as ToolCallContext)));
+
+  // Authentication first, as on the API (PRODUCT §2 order): before the body is read, so an unauthenticated
+  // caller costs no parsing and learns nothing about what it sent.
+  app.post('/mcp', { schema: { hide: true }, onRequest: apiKeyAuth(ctx), preValidation: requireJsonBody }, async (req, reply) => {
+    const version = req.headers['mcp-protocol-version'];
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+      throw new ServiceError(
+        'invalid_request',
+        `Unsupported MCP-Protocol-Version "${String(version).slice(0, 40)}". Supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.`,
+      );
+    }
+    const batch = Array.isArray(req.body);
+    const raw: unknown[] = batch ? (req.body as unknown[]) : [req.body];
+    if (raw.length === 0 || raw.length > MAX_BATCH) {
+      return jsonRpcError(reply, -32600, `Invalid Request: a batch holds 1 to ${MAX_BATCH} messages.`);
+    }
+    const messages: JSONRPCMessage[] = [];
+    for (const m of raw) {
+      const parsed = JSONRPCMessageSchema.safeParse(m);
+      if (!parsed.success) return jsonRpcError(reply, -32600, 'Invalid Request: the body is not a JSON-RPC 2.0 message.');
+      messages.push(parsed.data);
+    }
+    if (messages.length > 1 && messages.some(isInitializeRequest)) {
+      return jsonRpcError(reply, -32600, 'Invalid Request: initialize must be sent alone.');
+    }
+    const ids = messages.filter(isJSONRPCRequest).map((m) => m.id);
+    if (new Set(ids).size !== ids.length) return jsonRpcError(reply, -32600, 'Invalid Request: two requests of a batch share an id.');
+
+    const key = req.apiKey!;
+    const call: ToolCallContext = {
+      ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint } }),
+      requestId: String(req.id),
+      toServiceError: (err) => toServiceError(err, req),
+    };
+    // The key itself goes no further than the auth check (no token, no request headers): the tools get the shop
+    // and the key's fingerprint.
+    const responses = await channels.use((channel) =>
+      channel.exchange(messages, { authInfo: { token: '', clientId: key.keyId, scopes: [], extra: { call } } }),
+    );
+
+    if (responses.length === 0) return reply.code(202).send();
+    if (wantsEventStream(req.headers.accept)) {
+      return reply
+        .code(200)
+        .header('cache-control', 'no-cache')
+        .type('text/event-stream')
+        .send(responses.map((r) => `event: message\ndata: ${JSON.stringify(r)}\n\n`).join(''));
+    }
+    return reply.code(200).type('application/json').send(batch ? responses : responses[0]);
+  });
+}

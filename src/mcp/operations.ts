@@ -1,0 +1,33 @@
+import type { ContractStatus } from '../domain/contract.js';
+import type { Contract, ContractEvent } from '../domain/resources.js';
+import { actOnContract } from '../services/actOnContract.js';
+import type { Caller, ServiceContext } from '../services/context.js';
+import { getContract } from '../services/getContract.js';
+import { listContractEvents } from '../services/listContractEvents.js';
+import { listContracts } from '../services/listContracts.js';
+
+export type Page = { limit?: number; cursor?: string };
+
+/**
+ * What the MCP tools can do to one shop's contracts. Two implementations: the services themselves (the /mcp
+ * endpoint) and the HTTP API as a client sees it (`svc mcp-stdio`). Failures are ServiceErrors either way.
+ */
+export type ContractOperations = {
+  getContract(contractId: string): Promise<Contract>;
+  listContracts(query: Page & { status?: ContractStatus }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
+  /** `body` is an action body exactly as the API takes it; the service validates it. */
+  actOnContract(contractId: string, body: Record<string, unknown>): Promise<Contract>;
+  listContractEvents(contractId: string, query: Page): Promise<{ events: ContractEvent[]; nextCursor: string | null }>;
+};
+
+/** The services, for one authenticated caller: the same functions the HTTP routes call. */
+export function serviceOperations(ctx: ServiceContext, caller: Caller): ContractOperations {
+  const { shopId } = caller;
+  return {
+    getContract: (contractId) => getContract({ ctx, input: { shopId, contractId } }),
+    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { shopId, status, limit, cursor } }),
+    actOnContract: (contractId, body) => actOnContract({ ctx, input: { ...caller, contractId, body } }),
+    listContractEvents: (contractId, { limit, cursor }) =>
+      listContractEvents({ ctx, input: { shopId, contractId, limit, cursor } }),
+  };
+}

@@ -1,0 +1,182 @@
+import { z } from 'zod';
+import { CancelAction, PauseAction, RescheduleAction } from '../domain/actions.js';
+import { Contract, ContractEvent } from '../domain/resources.js';
+import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
+import type { ContractOperations } from './operations.js';
+
+/**
+ * The MCP tools, independent of the SDK and of the transport: each names its input (with descriptions written for a
+ * model), its structured output, truthful annotations, and what it does with a ContractOperations. The HTTP server
+ * runs them on the services, the stdio server on the HTTP API. Field rules come from the same schemas the API uses.
+ */
+
+const ContractId = z
+  .string()
+  .regex(/^\d{1,19}$/, 'must be a string of 1 to 19 digits')
+  .describe('The subscription contract id: a string of 1 to 19 digits, e.g. "4242" (the "id" field of a contract).');
+
+const Limit = (what: string) =>
+  z.number().int().min(1).max(100).optional().describe(`How many ${what} to return, 1 to 100 (default 50).`);
+const Cursor = ListContractsQuery.shape.cursor.describe(
+  'Omit for the first page; to get the next page pass the nextCursor returned by the previous call.',
+);
+
+const ContractResult = z.object({ contract: Contract });
+const ContractListResult = z.object({ contracts: z.array(Contract), nextCursor: z.string().nullable() });
+const EventListResult = z.object({ events: z.array(ContractEvent), nextCursor: z.string().nullable() });
+
+type Annotations = {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint: boolean;
+};
+
+export type ToolDefinition = {
+  name: string;
+  title: string;
+  description: string;
+  input: z.ZodObject;
+  output: z.ZodObject;
+  annotations: Annotations;
+  run(ops: ContractOperations, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+};
+
+// Every tool acts only on the shop's own data in this service's database: openWorldHint is false throughout.
+const read = (title: string): Annotations => ({ title, readOnlyHint: true, openWorldHint: false });
+const write = (title: string, opts: { destructive: boolean; idempotent: boolean }): Annotations => ({
+  title,
+  readOnlyHint: false,
+  destructiveHint: opts.destructive,
+  idempotentHint: opts.idempotent,
+  openWorldHint: false,
+});
+
+const id = (args: Record<string, unknown>) => args.contractId as string;
+
+export const TOOLS: readonly ToolDefinition[] = [
+  {
+    name: 'get_subscription_contract',
+    title: 'Get a subscription contract',
+    description:
+      'Get one subscription contract of the shop: status (ACTIVE, PAUSED, CANCELLED, EXPIRED, FAILED), customer, ' +
+      'billing interval, next billing date, order lines, and pause, scheduled-resume and cancellation details.',
+    input: z.strictObject({ contractId: ContractId }),
+    output: ContractResult,
+    annotations: read('Get a subscription contract'),
+    run: async (ops, args) => ({ contract: await ops.getContract(id(args)) }),
+  },
+  {
+    name: 'list_subscription_contracts',
+    title: 'List subscription contracts',
+    description:
+      'List the shop\'s subscription contracts in id order, optionally only those with one status. Returns a page ' +
+      'of contracts and nextCursor: pass it back as cursor for the next page; it is null on the last page.',
+    input: z.strictObject({
+      status: ListContractsQuery.shape.status.describe('Only contracts with this status; omit for all.'),
+      limit: Limit('contracts'),
+      cursor: Cursor,
+    }),
+    output: ContractListResult,
+    annotations: read('List subscription contracts'),
+    run: (ops, args) => ops.listContracts(args as { status?: Contract['status']; limit?: number; cursor?: string }),
+  },
+  {
+    name: 'pause_subscription_contract',
+    title: 'Pause a subscription contract',
+    description:
+      'Pause an ACTIVE or PAUSED contract: no orders are placed while it is paused. With resumeAt it becomes ACTIVE ' +
+      'by itself at that moment; without it, it stays paused until resumed. Pausing a paused contract replaces its ' +
+      'resumeAt (and clears it when resumeAt is omitted). Returns the contract after the change.',
+    input: z.strictObject({
+      contractId: ContractId,
+      resumeAt: PauseAction.shape.resumeAt.describe(
+        'Optional. When the contract resumes by itself: an ISO 8601 timestamp in UTC ending in Z, e.g. ' +
+          '"2027-01-05T00:00:00Z" (fractional seconds allowed; offsets like +02:00 and date-only values are refused), ' +
+          'strictly in the future and at most 5 years ahead. Omit to pause until resumed.',
+      ),
+    }),
+    output: ContractResult,
+    // Repeating the same pause leaves the contract as it was (the history notes a pause_updated event).
+    annotations: write('Pause a subscription contract', { destructive: false, idempotent: true }),
+    run: async (ops, args) => ({
+      contract: await ops.actOnContract(id(args), { action: 'pause', ...(args.resumeAt !== undefined && { resumeAt: args.resumeAt }) }),
+    }),
+  },
+  {
+    name: 'resume_subscription_contract',
+    title: 'Resume a subscription contract',
+    description:
+      'Resume a PAUSED or FAILED contract now: it becomes ACTIVE and its scheduled resume is cleared. If its next ' +
+      'billing date has passed, it moves forward by whole billing intervals to the first one after now. Returns the ' +
+      'contract after the change.',
+    input: z.strictObject({ contractId: ContractId }),
+    output: ContractResult,
+    // A second resume finds the contract ACTIVE and is refused (invalid_state): no further effect.
+    annotations: write('Resume a subscription contract', { destructive: false, idempotent: true }),
+    run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'resume' }) }),
+  },
+  {
+    name: 'cancel_subscription_contract',
+    title: 'Cancel a subscription contract',
+    description:
+      'Cancel an ACTIVE, PAUSED or FAILED contract. This is final: a cancelled contract can never be resumed and no ' +
+      'further orders are placed. Confirm with the user before calling. Returns the contract after the change.',
+    input: z.strictObject({
+      contractId: ContractId,
+      reason: CancelAction.shape.reason.describe('Optional. Why the contract is cancelled, in plain words, up to 500 characters.'),
+    }),
+    output: ContractResult,
+    // Final, so destructive; a second cancel is refused (invalid_state) and changes nothing.
+    annotations: write('Cancel a subscription contract', { destructive: true, idempotent: true }),
+    run: async (ops, args) => ({
+      contract: await ops.actOnContract(id(args), { action: 'cancel', ...(args.reason !== undefined && { reason: args.reason }) }),
+    }),
+  },
+  {
+    name: 'skip_next_order',
+    title: 'Skip the next order',
+    description:
+      'Skip the next order of an ACTIVE contract: its next billing date moves one billing interval forward. Each call ' +
+      'skips one more order, so call it once per order to skip. Returns the contract after the change.',
+    input: z.strictObject({ contractId: ContractId }),
+    output: ContractResult,
+    // Not idempotent: every call moves the date one more interval.
+    annotations: write('Skip the next order', { destructive: false, idempotent: false }),
+    run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'skip' }) }),
+  },
+  {
+    name: 'reschedule_subscription_contract',
+    title: 'Reschedule the next order',
+    description:
+      'Set the next billing date (when the next order is placed) of an ACTIVE or PAUSED contract. Returns the ' +
+      'contract after the change.',
+    input: z.strictObject({
+      contractId: ContractId,
+      nextBillingDate: RescheduleAction.shape.nextBillingDate.describe(
+        'The new next billing date: an ISO 8601 timestamp in UTC ending in Z, e.g. "2027-01-05T00:00:00Z" ' +
+          '(fractional seconds allowed; offsets like +02:00 and date-only values are refused), strictly in the ' +
+          'future and at most 5 years ahead.',
+      ),
+    }),
+    output: ContractResult,
+    annotations: write('Reschedule the next order', { destructive: false, idempotent: true }),
+    run: async (ops, args) => ({
+      contract: await ops.actOnContract(id(args), { action: 'reschedule', nextBillingDate: args.nextBillingDate }),
+    }),
+  },
+  {
+    name: 'list_contract_events',
+    title: 'List a contract\'s history',
+    description:
+      'The history of one contract, newest first: each event has its type (contract.paused, contract.resumed, ' +
+      'contract.cancelled, contract.skipped, contract.rescheduled, contract.pause_updated), when it happened, who did ' +
+      'it (actor type api_key, mcp, admin or scheduler, with the API key fingerprint when a key was used), and the ' +
+      'status before and after.',
+    input: z.strictObject({ contractId: ContractId, limit: Limit('events'), cursor: ListEventsQuery.shape.cursor.describe(Cursor.description!) }),
+    output: EventListResult,
+    annotations: read('List a contract\'s history'),
+    run: (ops, args) => ops.listContractEvents(id(args), args as { limit?: number; cursor?: string }),
+  },
+];

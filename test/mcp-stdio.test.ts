@@ -1,0 +1,158 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/main.js';
+import { newRawKey } from '../src/domain/keys.js';
+import { startTestApp, type TestApp } from './support/app.js';
+import { eventRows, insertContract } from './support/fixtures.js';
+import { listen, mcpClient, toolError, toolOk } from './support/mcp.js';
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The command the README gives IDEs: works from any directory, and npm's -s keeps its banner off stdout. */
+const README_COMMAND = { command: 'npm', args: ['--prefix', ROOT, 'run', '-s', 'svc', '--', 'mcp-stdio'] };
+
+describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', () => {
+  let t: TestApp;
+  let base: string;
+  let shop: Awaited<ReturnType<TestApp['shopWithKey']>>;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    base = await listen(t);
+    shop = await t.shopWithKey();
+  });
+  afterAll(() => t.close());
+
+  async function stdioClient(env: Record<string, string>) {
+    const transport = new StdioClientTransport({ ...README_COMMAND, env, cwd: os.tmpdir(), stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    const client = new Client({ name: 'svc-tests', version: '1.0.0' });
+    await client.connect(transport);
+    /** Stderr once it matches (it travels on its own pipe, so it may trail stdout a little). */
+    const stderrMatching = async (re: RegExp) => {
+      while (!re.test(stderr)) await new Promise((r) => transport.stderr!.once('data', r));
+      return stderr;
+    };
+    return { client, stderrMatching };
+  }
+
+  it('lists the same tools as /mcp and runs them through the API, with the API\'s codes on refusal', async () => {
+    const c = await insertContract(t, shop.shopId);
+    const { client, stderrMatching } = await stdioClient({ SVC_API_KEY: shop.key, SVC_BASE_URL: base });
+    const http = await mcpClient(base, shop.key);
+    try {
+      expect((await client.listTools()).tools).toEqual((await http.listTools()).tools);
+
+      const got = toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } }));
+      expect(got.contract).toMatchObject({ id: c.id, status: 'ACTIVE' });
+      const paused = toolOk(
+        await client.callTool({ name: 'pause_subscription_contract', arguments: { contractId: c.id, resumeAt: '2027-01-05T00:00:00Z' } }),
+      );
+      expect(paused.contract).toMatchObject({ status: 'PAUSED', resumeAt: '2027-01-05T00:00:00.000Z' });
+      const list = toolOk(await client.callTool({ name: 'list_subscription_contracts', arguments: { status: 'PAUSED', limit: 5 } }));
+      expect(list.contracts.map((x: { id: string }) => x.id)).toContain(c.id);
+      const events = toolOk(await client.callTool({ name: 'list_contract_events', arguments: { contractId: c.id } }));
+      // A client of the HTTP API: its actions are the key's, like any integration's.
+      expect(events.events[0]).toMatchObject({ type: 'contract.paused', actor: { type: 'api_key', keyFingerprint: shop.fingerprint } });
+
+      const refused = toolError(await client.callTool({ name: 'skip_next_order', arguments: { contractId: c.id } }));
+      expect(refused).toMatchObject({ code: 'invalid_state', message: expect.stringContaining('PAUSED') });
+      expect(refused.requestId).toMatch(/^[0-9a-f-]{36}$/);
+      const missing = toolError(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: '99999999' } }));
+      expect(missing.code).toBe('not_found');
+      const invalid = toolError(
+        await client.callTool({ name: 'reschedule_subscription_contract', arguments: { contractId: c.id, nextBillingDate: '2020-01-01T00:00:00Z' } }),
+      );
+      expect(invalid).toMatchObject({ code: 'invalid_request', details: [{ path: 'nextBillingDate' }] });
+      expect(await eventRows(t, c.id)).toHaveLength(1);
+      expect(await stderrMatching(/serving the svc tools on stdio/)).not.toContain(shop.key);
+    } finally {
+      await client.close();
+      await http.close();
+    }
+  });
+
+  it('writes nothing but JSON-RPC on stdout and exits 0 when the client closes stdin', async () => {
+    const child = spawn(README_COMMAND.command, README_COMMAND.args, {
+      cwd: os.tmpdir(),
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC_API_KEY: shop.key, SVC_BASE_URL: base },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } };
+    child.stdin.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+    while (stdout.split('\n').filter(Boolean).length < 2) await new Promise((r) => child.stdout.once('data', r));
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    const lines = stdout.split('\n').filter(Boolean);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([
+      { jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'svc' } } },
+      { jsonrpc: '2.0', id: 2, result: { tools: expect.any(Array) } },
+    ]);
+  });
+
+  describe('a key it cannot use is a clear message on stderr and exit code 1, before serving', () => {
+    async function run(env: Record<string, string>) {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(['mcp-stdio'], { out: (s) => out.push(s), err: (s) => err.push(s) }, env);
+      return { code, out: out.join('\n'), err: err.join('\n') };
+    }
+
+    it('missing or malformed, without echoing it', async () => {
+      const missing = await run({ SVC_BASE_URL: base });
+      expect(missing).toMatchObject({ code: 1, out: '' });
+      expect(missing.err).toMatch(/SVC_API_KEY is not set.*Settings → API/);
+      const typo = shop.key.slice(0, -1) + (shop.key.endsWith('A') ? 'B' : 'A');
+      const malformed = await run({ SVC_API_KEY: typo, SVC_BASE_URL: base });
+      expect(malformed).toMatchObject({ code: 1, out: '' });
+      expect(malformed.err).toMatch(/not a valid svc API key/);
+      expect(malformed.err).not.toContain(typo);
+    });
+
+    it('refused by the API: unknown or revoked (unauthorized), or the shop lost access (plan_required)', async () => {
+      const unknown = await run({ SVC_API_KEY: newRawKey(), SVC_BASE_URL: base });
+      expect(unknown).toMatchObject({ code: 1, out: '' });
+      expect(unknown.err).toMatch(/refused SVC_API_KEY \(unauthorized\): The API key is invalid or has been revoked/);
+      const basic = await t.shopWithKey('basic');
+      const plan = await run({ SVC_API_KEY: basic.key, SVC_BASE_URL: base });
+      expect(plan).toMatchObject({ code: 1, out: '' });
+      expect(plan.err).toMatch(/plan_required.*Enterprise plan/);
+    });
+
+    it('a base URL that is not one', async () => {
+      const bad = await run({ SVC_API_KEY: shop.key, SVC_BASE_URL: 'localhost:3000' });
+      expect(bad).toMatchObject({ code: 1, out: '' });
+      expect(bad.err).toMatch(/SVC_BASE_URL must be an http/);
+    });
+  });
+
+  it('serves while the API is unreachable, and each tool call says so', async () => {
+    const closed = await closedPort();
+    const { client, stderrMatching } = await stdioClient({ SVC_API_KEY: shop.key, SVC_BASE_URL: `http://127.0.0.1:${closed}` });
+    try {
+      expect(await stderrMatching(/warning:/)).toContain(`Cannot reach the svc API at http://127.0.0.1:${closed} (ECONNREFUSED)`);
+      const err = toolError(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: '1' } }));
+      expect(err).toMatchObject({ code: 'unavailable', message: expect.stringContaining('SVC_BASE_URL') });
+    } finally {
+      await client.close();
+    }
+  });
+});
