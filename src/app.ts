@@ -6,10 +6,15 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } fro
 import type { Logger } from 'pino';
 import { ServiceError } from './domain/errors.js';
 import { adminApiRoutes } from './http/admin/routes.js';
+import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
-import { registerErrorHandling, sendError } from './http/errors.js';
+import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
+import { installIdempotency } from './http/idempotency.js';
 import { scrubKeys } from './http/logging.js';
+import { installMetrics, type MetricsOptions } from './http/metrics.js';
+import { installRateLimits, type RateLimitOptions } from './http/rateLimit.js';
+import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
 import type { AppCredentials } from './services/sessionTokens.js';
 
@@ -18,6 +23,14 @@ export type AppDeps = {
   credentials: AppCredentials;
   logger: Logger;
   publicUrl?: string;
+  /** The admin UI: SHOPIFY_API_KEY (when set, the page runs embedded with App Bridge) and where the build is. */
+  adminUi?: { shopifyApiKey?: string; distDir?: string };
+  /** Per-shop and failed-authentication limits on the API and MCP; none when absent (tests about other things). */
+  rateLimit?: RateLimitOptions;
+  /** GET /metrics: optional token and the process's collectors (scheduler stats). */
+  metrics?: MetricsOptions;
+  /** Which proxies' X-Forwarded-For gives the client IP (TRUST_PROXY); off by default. */
+  trustProxy?: boolean | number | string[];
   /** Routes a test adds before the app is sealed (e.g. one that throws, to see the 500 envelope). */
   extraRoutes?: (app: FastifyInstance) => void;
 };
@@ -35,13 +48,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    frameworkErrors,
+    // Fastify also takes a hop count, which its types omit.
+    trustProxy: (deps.trustProxy ?? false) as boolean | string[],
   });
 
   app.setValidatorCompiler(validatorCompiler);
   // Responses are built by our own mappers from typed rows; the schemas are there to document them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.removeContentTypeParser('text/plain');
-  registerErrorHandling(app);
+  const notFound = registerErrorHandling(app);
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -58,6 +74,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     req.log.info({ method: req.method, url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
+  // Before any route: their hooks must reach every route registered below (the API's and MCP's).
+  const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
+  if (deps.rateLimit) installRateLimits(app, { ...deps.rateLimit, clock: deps.ctx.clock, metrics });
+  installIdempotency(app, { ctx: deps.ctx, metrics });
 
   await app.register(swagger, {
     openapi: {
@@ -94,6 +114,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     { prefix: '/admin/api' },
   );
+  await app.register(adminUiRoutes, { prefix: '/admin', notFound, ...deps.adminUi });
+  await app.register(mcpRoutes, { ctx: deps.ctx });
   deps.extraRoutes?.(app);
   await app.ready();
   return app;

@@ -1,7 +1,9 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseUtcTimestamp } from './domain/time.js';
 
-const port = z.coerce.number().int().min(1).max(65535);
+// 0 lets the OS pick a free port (several instances on one host, tests); the bound address is logged at start.
+const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
 const optionalString = z
   .string()
@@ -34,6 +36,12 @@ const ConfigSchema = z.object({
   SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   SCHEDULER_ENABLED: z.enum(['true', 'false']).default('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
+  METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
+  // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
+  TRUST_PROXY: optionalString.refine((v) => v === undefined || parseTrustProxy(v) !== null, {
+    message: 'must be true, false, a number of proxy hops, or a comma-separated list of proxy IPs/CIDRs',
+  }),
 });
 
 export type Config = {
@@ -51,6 +59,8 @@ export type Config = {
   schedulerIntervalMs: number;
   schedulerEnabled: boolean;
   shutdownTimeoutMs: number;
+  metricsToken?: string;
+  trustProxy: TrustProxy;
 };
 
 export class ConfigError extends Error {}
@@ -85,5 +95,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
     schedulerEnabled: e.SCHEDULER_ENABLED === 'true',
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    metricsToken: e.METRICS_TOKEN,
+    trustProxy: e.TRUST_PROXY ? parseTrustProxy(e.TRUST_PROXY)! : false,
   };
+}
+
+/** Fastify's trustProxy: off, every proxy, a number of hops, or the proxies' addresses. */
+export type TrustProxy = boolean | number | string[];
+
+function parseTrustProxy(v: string): TrustProxy | null {
+  if (v === 'true' || v === 'false') return v === 'true';
+  if (/^\d{1,2}$/.test(v)) return Number(v);
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const isAddress = (s: string) => {
+    const [ip, bits, extra] = s.split('/');
+    return extra === undefined && isIP(ip) !== 0 && (bits === undefined || /^\d{1,3}$/.test(bits));
+  };
+  return list.length && list.every(isAddress) ? list : null;
 }

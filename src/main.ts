@@ -3,6 +3,8 @@ import { openConfiguredDatabase } from './boot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedDatabaseInUse } from './db/embeddedLock.js';
 import { createLogger } from './http/logging.js';
+import { createRateLimitStore } from './http/rateLimitStore.js';
+import { IdempotencyCleanup } from './scheduler/idempotencyCleanup.js';
 import { ResumeScheduler } from './scheduler/resumeScheduler.js';
 import { systemClock, type ServiceContext } from './services/context.js';
 import { loadAppCredentials } from './services/sessionTokens.js';
@@ -38,20 +40,35 @@ async function main(): Promise<void> {
     warn: (obj, msg) => log.warn(obj, msg),
   };
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
-  const app = await buildApp({ ctx, credentials, logger: log, publicUrl: config.publicUrl });
   const scheduler = new ResumeScheduler(ctx, { intervalMs: config.schedulerIntervalMs, log });
+  const idempotencyCleanup = new IdempotencyCleanup(ctx, { log });
+  const limits = createRateLimitStore({ redisUrl: config.redisUrl, clock: systemClock, warn: (o, m) => log.warn(o, m) });
+  const app = await buildApp({
+    ctx,
+    credentials,
+    logger: log,
+    publicUrl: config.publicUrl,
+    adminUi: { shopifyApiKey: config.shopifyApiKey },
+    rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
+    metrics: { token: config.metricsToken, schedulerStats: () => scheduler.stats, processMetrics: true },
+    trustProxy: config.trustProxy,
+  });
 
+  let address: string;
   try {
-    await app.listen({ port: config.port, host: config.host });
+    address = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     log.fatal({ err: { message: (err as Error).message } }, 'could not listen');
     await database.close();
     process.exit(1);
   }
-  if (config.schedulerEnabled) scheduler.start();
+  if (config.schedulerEnabled) {
+    scheduler.start();
+    idempotencyCleanup.start();
+  }
   log.info(
-    { url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
-    `svc listening on ${config.host}:${config.port} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
+    { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
+    `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
   );
 
   let stopping = false;
@@ -66,7 +83,17 @@ async function main(): Promise<void> {
     force.unref();
     try {
       await scheduler.stop();
-      await app.close();
+      await idempotencyCleanup.stop();
+      // close() drops connections idle at this moment only; a keep-alive connection whose request is still in
+      // flight would hold it open until the client hangs up (keepAliveTimeout: over a minute), so close each one
+      // as soon as its last response has gone out.
+      const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(closeIdle);
+      }
+      await limits.store.close();
       await database.close();
       log.info({}, 'stopped');
       log.flush?.();

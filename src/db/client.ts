@@ -26,6 +26,8 @@ export interface Database extends SqlRunner {
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** PostgreSQL only: the connection pool's use, for /metrics. */
+  poolStats?(): { total: number; idle: number; waiting: number; max: number };
 }
 
 export type DatabaseOptions =
@@ -64,11 +66,19 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 3000,
+    // A database that accepts connections but stops answering (a partition, a frozen host) would otherwise hold a
+    // request for as long as the kernel keeps the socket (minutes): give up on any query unanswered this long and
+    // answer 503. A `query_timeout` parameter in the URL overrides it.
+    query_timeout: QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     options: opts.searchPath ? `-c search_path=${opts.searchPath}` : undefined,
   });
   // An idle client losing its connection must not take the process down; the next query reports it.
   pool.on('error', (err) => opts.onPoolError?.(err));
+  // The pool listens on idle clients only: a checked-out client (a transaction, a session) whose connection dies
+  // between two queries would emit 'error' with no listener and crash the process. Its next query fails on its
+  // own (503) and the pool drops it on release, so there is nothing else to do here.
+  pool.on('connect', (client) => client.on('error', () => {}));
   let closed = false;
   return {
     kind: 'postgres',
@@ -77,7 +87,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       const client = await pool.connect();
       try {
         return await fn(async (text, params, o) => {
-          const res = o?.multi ? await client.query(text) : await client.query(text, params ?? []);
+          // Sessions run migrations and hold locks: they may take as long as they need.
+          const res = await client.query({ text, values: o?.multi ? undefined : (params ?? []), query_timeout: NO_TIMEOUT_MS } as pg.QueryConfig);
           const last = Array.isArray(res) ? res[res.length - 1] : res;
           return (last?.rows ?? []) as never[];
         });
@@ -88,6 +99,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     ping: async () => {
       await pool.query('SELECT 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max ?? 10 }),
     close: async () => {
       if (closed) return;
       closed = true;
@@ -95,6 +107,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     },
   };
 }
+
+/** How long a request's query may go unanswered before the database counts as unavailable. */
+export const QUERY_TIMEOUT_MS = 10_000;
+/** setTimeout's largest delay (about 24 days): no timeout in practice, where pg treats 0 as "use the default". */
+const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -116,7 +133,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     const code = typeof e.code === 'string' ? e.code : '';
     if (UNAVAILABLE_CODES.has(code) || code.startsWith('08')) return true;
     const msg = typeof e.message === 'string' ? e.message : '';
-    if (/Connection terminated|timeout exceeded when trying to connect|connection error|Cannot use a pool after calling end/i.test(msg))
+    if (/Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error|Cannot use a pool after calling end/i.test(msg))
       return true;
   }
   return false;

@@ -5,6 +5,7 @@ import {
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -117,3 +118,27 @@ export type ShopRow = typeof shops.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type ContractRow = typeof contracts.$inferSelect;
 export type ContractEventRow = typeof contractEvents.$inferSelect;
+
+/**
+ * Idempotency keys of the public API (migration 0002). Not part of `schema` above: only the query builder uses it.
+ * The key itself is stored as its SHA-256 digest; see src/services/idempotencyKeys.ts for the rules.
+ */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    shopId: bigintId('shop_id')
+      .notNull()
+      .references(() => shops.id),
+    keyDigest: text('key_digest').notNull(),
+    requestHash: text('request_hash').notNull(),
+    state: text('state').$type<'in_progress' | 'completed'>().notNull(),
+    ownerRequestId: text('owner_request_id').notNull(),
+    statusCode: integer('status_code'),
+    responseBody: text('response_body'),
+    lockedAt: ts('locked_at').notNull(),
+    createdAt: ts('created_at').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shopId, t.keyDigest] }), index('idempotency_keys_expires_idx').on(t.expiresAt)],
+);
+export type IdempotencyKeyRow = typeof idempotencyKeys.$inferSelect;

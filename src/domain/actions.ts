@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ServiceError, invalidRequest, type ErrorDetail } from './errors.js';
+import { StoredText } from './text.js';
 import { addYears, parseUtcTimestamp, UtcTimestamp } from './time.js';
 
 const FutureTimestamp = (what: string) =>
@@ -21,7 +22,7 @@ export type ResumeAction = z.infer<typeof ResumeAction>;
 export const CancelAction = z
   .strictObject({
     action: z.literal('cancel'),
-    reason: z.string().max(500).optional().describe('Why the contract was cancelled, up to 500 characters.'),
+    reason: StoredText(500).optional().describe('Why the contract was cancelled, up to 500 characters.'),
   })
   .meta({ title: 'CancelAction', description: 'Cancel the contract. Final.' });
 export type CancelAction = z.infer<typeof CancelAction>;

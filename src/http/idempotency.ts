@@ -1,0 +1,125 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { z } from 'zod';
+import { ServiceError } from '../domain/errors.js';
+import type { ServiceContext } from '../services/context.js';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  releaseIdempotencyKey,
+  requestFingerprint,
+} from '../services/idempotencyKeys.js';
+import { appendHook } from './hooks.js';
+import type { AppMetrics } from './metrics.js';
+
+/** 1 to 255 printable ASCII characters (space to tilde). */
+const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
+const KEY_RULE = 'must be 1 to 255 printable ASCII characters';
+
+/** Added to the schema of every route that takes a key: it validates the header and documents it (OpenAPI). */
+export const IdempotencyKeyHeader = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(KEY_SHAPE, KEY_RULE)
+    .optional()
+    .describe(
+      'Makes a retry safe: the same key with the same request within 24 h returns the first response (header ' +
+        '`Idempotent-Replayed: true`) without acting again. 1 to 255 printable ASCII characters, e.g. a UUID; scoped to the shop.',
+    ),
+});
+
+/**
+ * Idempotency-Key on every POST of the public API. Not on the admin API: key generation answers with a secret,
+ * which is never stored anywhere, so it cannot be replayed.
+ */
+export const takesIdempotencyKey = (route: Pick<RouteOptions, 'url' | 'method'>) =>
+  route.url.startsWith('/api/v1/') && [route.method].flat().includes('POST');
+
+type Claim = { shopId: string; key: string; requestId: string };
+
+/**
+ * Wires the idempotency rules into the routes that take a key: a route-level preHandler, after authentication and
+ * the rate limit, claims the key (or answers with the replay, 409 or 422), and a route-level onSend keeps the
+ * response. 2xx and 4xx responses are kept: they are the outcome of the request and a retry must not change it.
+ * 5xx responses are not (as Stripe): the action's changes commit in one transaction with its event, so a 5xx means
+ * nothing happened, and releasing the key lets the client's retry succeed. Requests without the header are
+ * untouched.
+ */
+export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics }): void {
+  const { ctx, metrics } = opts;
+  const claims = new WeakMap<FastifyRequest, Claim>();
+
+  const claim = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (req.method !== 'POST') return;
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) return;
+    const key = Array.isArray(header) ? header.join(', ') : header;
+    if (!KEY_SHAPE.test(key)) {
+      throw new ServiceError('invalid_request', `Invalid request: idempotency-key ${KEY_RULE}.`, {
+        details: [{ path: 'idempotency-key', message: KEY_RULE }],
+      });
+    }
+    // Authentication runs first on every route that takes a key; without a shop there is nothing to scope to.
+    if (!req.apiKey) return;
+    const input = {
+      shopId: req.apiKey.shopId,
+      key,
+      requestId: String(req.id),
+      requestHash: requestFingerprint({ method: req.method, path: req.url.split('?')[0], body: req.body }),
+    };
+    let result;
+    try {
+      result = await claimIdempotencyKey({ ctx, input });
+    } catch (err) {
+      if (err instanceof ServiceError) metrics?.idempotency(err.code === 'idempotency_key_reused' ? 'key_reused' : 'in_progress');
+      throw err;
+    }
+    if (result.kind === 'claimed') {
+      claims.set(req, input);
+      metrics?.idempotency('executed');
+      return;
+    }
+    metrics?.idempotency('replayed');
+    reply.header('idempotent-replayed', 'true').header('original-request-id', result.originalRequestId);
+    return reply.code(result.statusCode).type('application/json; charset=utf-8').send(withRequestId(result.body, String(req.id)));
+  };
+
+  const keep = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const held = claims.get(req);
+    if (!held) return payload;
+    claims.delete(req);
+    try {
+      if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: held });
+      else {
+        const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
+        await completeIdempotencyKey({ ctx, input: { ...held, statusCode: reply.statusCode, body } });
+      }
+    } catch (err) {
+      // The response still goes out; the key stays in progress until the lock timeout lets a retry take it over.
+      req.log.warn({ err: { message: (err as Error).message } }, 'could not record the idempotent response');
+    }
+    return payload;
+  };
+
+  app.addHook('onRoute', (route) => {
+    if (!takesIdempotencyKey(route)) return;
+    if (!route.schema?.headers) route.schema = { ...route.schema, headers: IdempotencyKeyHeader };
+    route.preHandler = appendHook(route.preHandler, claim);
+    route.onSend = appendHook(route.onSend, keep);
+  });
+}
+
+/**
+ * A replayed error envelope names the replay's request id, as every envelope names the X-Request-Id it came with;
+ * the first request's id travels in `Original-Request-Id`. Everything else is replayed byte for byte.
+ */
+function withRequestId(body: string, requestId: string): string {
+  if (!body.startsWith('{"error":')) return body;
+  try {
+    const parsed = JSON.parse(body) as { error?: { requestId?: unknown } };
+    if (!parsed.error || typeof parsed.error.requestId !== 'string') return body;
+    parsed.error.requestId = requestId;
+    return JSON.stringify(parsed);
+  } catch {
+    return body;
+  }
+}

@@ -1,0 +1,164 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/client.js';
+import { ServiceError } from '../domain/errors.js';
+import { AuthError, type AuthFailureReason } from '../services/authenticateApiKey.js';
+import { bearerToken } from '../services/authenticateApiKey.js';
+
+export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
+
+export type MetricsOptions = {
+  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** The resume scheduler's running totals (ResumeScheduler.stats), read at each scrape. */
+  schedulerStats?: () => SchedulerStats;
+  /**
+   * Node process metrics (CPU, memory, event loop lag, GC). Off unless asked for (main turns them on): their
+   * event-loop monitor cannot be stopped, and a test process builds many apps.
+   */
+  processMetrics?: boolean;
+};
+
+const AUTH_REASONS: AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'plan_required'];
+export type IdempotencyOutcome = 'executed' | 'replayed' | 'in_progress' | 'key_reused';
+
+/**
+ * The service's Prometheus metrics, on a registry of its own (several apps in one process, as in tests, never
+ * share or collide). Labels hold only route patterns, methods, status codes and fixed reasons: no URL, no shop,
+ * no key, nothing a client chooses.
+ */
+export class AppMetrics {
+  readonly registry = new Registry();
+  private readonly authFailures: Counter<'reason'>;
+  private readonly limited: Counter<'limit'>;
+  private readonly idempotent: Counter<'outcome'>;
+  readonly requests: Counter<'method' | 'route' | 'status'>;
+  readonly duration: Histogram<'method' | 'route' | 'status'>;
+
+  constructor(opts: MetricsOptions & { db?: Database }) {
+    const registers = [this.registry];
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from request to response, by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.authFailures = new Counter({
+      name: 'svc_auth_failures_total',
+      help: 'API key authentications refused, by reason (missing, malformed, unknown, revoked, plan_required).',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of AUTH_REASONS) this.authFailures.inc({ reason }, 0);
+    this.limited = new Counter({
+      name: 'svc_rate_limited_total',
+      help: 'Requests refused with 429, by limit (shop: requests per shop; auth_failures: failed lookups per IP).',
+      labelNames: ['limit'],
+      registers,
+    });
+    for (const limit of ['shop', 'auth_failures']) this.limited.inc({ limit }, 0);
+    this.idempotent = new Counter({
+      name: 'svc_idempotency_requests_total',
+      help: 'Requests with an Idempotency-Key, by outcome (executed, replayed, in_progress, key_reused).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['executed', 'replayed', 'in_progress', 'key_reused']) this.idempotent.inc({ outcome }, 0);
+
+    const scheduler = opts.schedulerStats;
+    if (scheduler) {
+      const total = (name: string, help: string, read: (s: SchedulerStats) => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read(scheduler()));
+          },
+        });
+      total('svc_scheduler_ticks_total', 'Resume sweeps run by this instance.', (s) => s.ticks);
+      total('svc_scheduler_resumed_total', 'Contracts resumed by this instance\'s scheduler.', (s) => s.resumed);
+      total('svc_scheduler_failures_total', 'Resume sweeps that failed (retried on the next tick).', (s) => s.failures);
+      new Gauge({
+        name: 'svc_scheduler_resume_lag_seconds',
+        help: 'How late after its resumeAt the latest scheduled resume ran (the most overdue contract of that sweep).',
+        registers,
+        collect() {
+          this.set(scheduler().lastLagMs / 1000);
+        },
+      });
+    }
+
+    const pool = opts.db?.poolStats ? () => opts.db!.poolStats!() : null;
+    if (pool) {
+      new Gauge({
+        name: 'svc_db_pool_connections',
+        help: 'PostgreSQL pool connections: total open, idle, and requests waiting for one; max is the pool size.',
+        labelNames: ['state'],
+        registers,
+        collect() {
+          const p = pool();
+          this.set({ state: 'total' }, p.total);
+          this.set({ state: 'idle' }, p.idle);
+          this.set({ state: 'waiting' }, p.waiting);
+          this.set({ state: 'max' }, p.max);
+        },
+      });
+    }
+  }
+
+  authFailure(reason: AuthFailureReason): void {
+    this.authFailures.inc({ reason });
+  }
+  rateLimited(limit: 'shop' | 'auth_failures'): void {
+    this.limited.inc({ limit });
+  }
+  idempotency(outcome: IdempotencyOutcome): void {
+    this.idempotent.inc({ outcome });
+  }
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * Records every request (route pattern, not the raw URL: `/api/v1/subscription-contracts/:contract_id`; requests
+ * that match no route are `unmatched`) and auth failures, and serves GET /metrics. Without METRICS_TOKEN the
+ * endpoint is open, as is usual for a scrape target on a private network; with it, the token is compared in
+ * constant time.
+ */
+export function installMetrics(app: FastifyInstance, opts: MetricsOptions & { db?: Database }): AppMetrics {
+  const metrics = new AppMetrics(opts);
+
+  app.addHook('onResponse', async (req, reply) => {
+    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    metrics.requests.inc(labels);
+    metrics.duration.observe(labels, reply.elapsedTime / 1000);
+  });
+  app.addHook('onError', async (_req, _reply, err) => {
+    if (err instanceof AuthError) metrics.authFailure(err.reason);
+  });
+
+  const expected = opts.token ? digest(opts.token) : null;
+  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+    if (expected) {
+      const given = bearerToken(req.headers.authorization);
+      if (!given || !timingSafeEqual(digest(given), expected)) {
+        reply.header('www-authenticate', 'Bearer');
+        throw new ServiceError('unauthorized', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>".');
+      }
+    }
+    reply.header('cache-control', 'no-store').type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  return metrics;
+}

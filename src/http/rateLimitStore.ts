@@ -1,0 +1,193 @@
+import { Redis } from 'ioredis';
+import type { Clock } from '../services/context.js';
+
+/**
+ * Counters for the rate limits: in this process's memory, or in Redis so that every instance shares them.
+ * Fixed windows: a counter per (limit, subject, window number); the window number comes from the injected clock,
+ * so tests move time instead of sleeping, and a counter is never reset, only left to expire.
+ */
+export interface RateLimitStore {
+  readonly kind: 'memory' | 'redis';
+  /** Adds one to `key` (created with a time to live of `ttlMs`) and returns the new count. */
+  increment(key: string, ttlMs: number): Promise<number>;
+  /** The count of `key`, 0 when there is none. */
+  get(key: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** One process's counters. Bounded: expired entries are swept, and past `maxEntries` the oldest go first. */
+export class MemoryRateLimitStore implements RateLimitStore {
+  readonly kind = 'memory' as const;
+  private readonly counters = new Map<string, { count: number; expiresAt: number }>();
+  private writes = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    const now = this.clock.now().getTime();
+    if (++this.writes % 1000 === 0 || this.counters.size >= this.maxEntries) this.sweep(now);
+    let entry = this.counters.get(key);
+    if (!entry || entry.expiresAt <= now) {
+      entry = { count: 0, expiresAt: now + ttlMs };
+      this.counters.set(key, entry);
+    }
+    return ++entry.count;
+  }
+
+  async get(key: string): Promise<number> {
+    const entry = this.counters.get(key);
+    return entry && entry.expiresAt > this.clock.now().getTime() ? entry.count : 0;
+  }
+
+  async close(): Promise<void> {
+    this.counters.clear();
+  }
+
+  private sweep(now: number): void {
+    for (const [key, entry] of this.counters) if (entry.expiresAt <= now) this.counters.delete(key);
+    // Still full (a flood of distinct subjects): drop the oldest counters rather than grow without bound.
+    for (const key of this.counters.keys()) {
+      if (this.counters.size < this.maxEntries) break;
+      this.counters.delete(key);
+    }
+  }
+}
+
+// INCR and the first PEXPIRE in one atomic step: no counter can be left without an expiry.
+const INCREMENT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`;
+
+type WithIncrement = Redis & { svcRateLimitIncrement(key: string, ttlMs: number): Promise<number> };
+
+/** Counters shared by every instance on one Redis. */
+export class RedisRateLimitStore implements RateLimitStore {
+  readonly kind = 'redis' as const;
+  private readonly redis: WithIncrement;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix = 'svc:ratelimit:',
+  ) {
+    redis.defineCommand('svcRateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
+    this.redis = redis as WithIncrement;
+  }
+
+  async increment(key: string, ttlMs: number): Promise<number> {
+    return Number(await this.redis.svcRateLimitIncrement(this.prefix + key, Math.max(1, Math.ceil(ttlMs))));
+  }
+
+  async get(key: string): Promise<number> {
+    return Number((await this.redis.get(this.prefix + key)) ?? 0);
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+/**
+ * A Redis client for the counters: commands fail fast instead of queueing while Redis is away (the limiter then
+ * lets requests through rather than stalling the API), and it reconnects by itself.
+ */
+export function connectRedis(url: string, onError: (err: Error) => void): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    connectTimeout: 2000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+  redis.on('error', onError);
+  return redis;
+}
+
+export type LimitState = {
+  limit: number;
+  /** Requests (or failures) left in the current window. */
+  remaining: number;
+  /** Seconds until the window ends, at least 1. */
+  resetSeconds: number;
+  /** consume(): this request went past the limit. peek(): nothing is left. */
+  exceeded: boolean;
+};
+
+/**
+ * A fixed-window limit of `limit` per `windowMs` per subject (a shop, an IP). Store errors let the request through
+ * (availability over limits) and are reported to `onStoreError`; the state is then null.
+ */
+export class FixedWindowLimiter {
+  constructor(
+    private readonly store: RateLimitStore,
+    private readonly opts: { name: string; limit: number; windowMs?: number; clock: Clock; onStoreError?: (err: Error) => void },
+  ) {}
+
+  get limit(): number {
+    return this.opts.limit;
+  }
+
+  private window(subject: string) {
+    const windowMs = this.opts.windowMs ?? 60_000;
+    const now = this.opts.clock.now().getTime();
+    const index = Math.floor(now / windowMs);
+    const resetAt = (index + 1) * windowMs;
+    return {
+      key: `${this.opts.name}:${subject}:${index}`,
+      // Kept a little past the window's end so clocks a few seconds apart still share it.
+      ttlMs: resetAt - now + 5000,
+      resetSeconds: Math.max(1, Math.ceil((resetAt - now) / 1000)),
+    };
+  }
+
+  /** Counts one request for `subject` and says whether it is within the limit. */
+  async consume(subject: string): Promise<LimitState | null> {
+    const w = this.window(subject);
+    try {
+      const count = await this.store.increment(w.key, w.ttlMs);
+      return this.state(count, w.resetSeconds, count > this.opts.limit);
+    } catch (err) {
+      this.opts.onStoreError?.(err as Error);
+      return null;
+    }
+  }
+
+  /** The current state for `subject`, counting nothing. */
+  async peek(subject: string): Promise<LimitState | null> {
+    const w = this.window(subject);
+    try {
+      const count = await this.store.get(w.key);
+      return this.state(count, w.resetSeconds, count >= this.opts.limit);
+    } catch (err) {
+      this.opts.onStoreError?.(err as Error);
+      return null;
+    }
+  }
+
+  private state(count: number, resetSeconds: number, exceeded: boolean): LimitState {
+    return { limit: this.opts.limit, remaining: Math.max(0, this.opts.limit - count), resetSeconds, exceeded };
+  }
+}
+
+/**
+ * The store the configuration chooses: Redis when REDIS_URL is set (limits shared by every instance), else this
+ * process's memory. Redis trouble is logged at most every 30 s, not once per request.
+ */
+export function createRateLimitStore(opts: {
+  redisUrl?: string;
+  clock: Clock;
+  warn: (obj: object, msg: string) => void;
+}): { store: RateLimitStore; onStoreError: (err: Error) => void } {
+  let lastWarning = 0;
+  const onStoreError = (err: Error) => {
+    const now = Date.now();
+    if (now - lastWarning < 30_000) return;
+    lastWarning = now;
+    opts.warn({ err: { message: err.message } }, 'rate-limit store unavailable: requests are let through unlimited');
+  };
+  if (!opts.redisUrl) return { store: new MemoryRateLimitStore(opts.clock), onStoreError };
+  return { store: new RedisRateLimitStore(connectRedis(opts.redisUrl, onStoreError)), onStoreError };
+}
