@@ -1,3 +1,6 @@
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openConfiguredDatabase } from '../boot.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
@@ -33,8 +36,24 @@ async function withContext<T>(config: Config, fn: (ctx: ServiceContext) => Promi
   }
 }
 
-/** Runs one CLI command; returns the exit code. Exported for tests. */
+/**
+ * Runs one CLI command; returns the exit code: 0 done, 1 failed (a plain message on stderr: bad configuration, the
+ * embedded database held by another process, a refused input), 2 bad usage. Exported for tests.
+ */
 export async function runCli(argv: string[], io: Out, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  try {
+    return await runCommand(argv, io, env);
+  } catch (err) {
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) return usageError(io, (err as Error).message);
+    if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUse || err instanceof ServiceError) {
+      io.err(`svc: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -108,22 +127,22 @@ function usageError(io: Out, msg: string): number {
   return 2;
 }
 
-const isMain = process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/\\/g, '/').split('/').pop()!);
+// The whole path, not the file name: src/main.ts (the server) is also a "main.ts".
+const real = (file: string) => {
+  try {
+    return realpathSync(path.resolve(file));
+  } catch {
+    return file;
+  }
+};
+const isMain = !!process.argv[1] && real(process.argv[1]) === real(fileURLToPath(import.meta.url));
 if (isMain) {
   runCli(process.argv.slice(2), { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') })
     .then((code) => {
       process.exitCode = code;
     })
     .catch((err) => {
-      if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUse || err instanceof ServiceError) {
-        process.stderr.write(`svc: ${err.message}\n`);
-      } else if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-        process.stderr.write(`svc: ${(err as Error).message}\n\n${USAGE}\n`);
-        process.exitCode = 2;
-        return;
-      } else {
-        process.stderr.write(`svc: ${(err as Error).message}\n`);
-      }
+      process.stderr.write(`svc: ${(err as Error).message}\n`);
       process.exitCode = 1;
     });
 }

@@ -4,6 +4,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDatabaseUnavailable } from '../db/client.js';
 import { MESSAGES, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+import { scrubKeys } from './logging.js';
 
 /** The envelope of every error on every surface (PRODUCT §4). */
 export const ErrorEnvelope = z
@@ -18,12 +19,13 @@ export const ErrorEnvelope = z
   .meta({ id: 'Error' });
 
 export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
+  // Messages may echo what the client sent (an unknown action, an unknown field name): never echo a key.
   const body: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } = {
     code: err.code,
-    message: err.message,
+    message: scrubKeys(err.message),
     requestId: String(reply.request.id),
   };
-  if (err.details?.length) body.details = err.details;
+  if (err.details?.length) body.details = err.details.map((d) => ({ path: scrubKeys(d.path), message: scrubKeys(d.message) }));
   if (err.headers) reply.headers(err.headers);
   return reply.code(err.status).type('application/json; charset=utf-8').send({ error: body });
 }
@@ -48,7 +50,7 @@ export function toServiceError(err: unknown, req: FastifyRequest): ServiceError 
   if (hasZodFastifySchemaValidationErrors(fe)) {
     const details = validationDetails(fe);
     const first = details[0];
-    return new ServiceError('invalid_request', `Invalid request: ${first ? `${first.path} ${first.message}` : 'bad input'}.`, { details });
+    return new ServiceError('invalid_request', `Invalid request: ${first ? `${first.path ? first.path + ' ' : ''}${first.message}` : 'bad input'}.`, { details });
   }
   if (fe?.statusCode === 413 || fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return new ServiceError('payload_too_large', 'The request body is larger than 16 KiB.');
@@ -76,11 +78,14 @@ export function toServiceError(err: unknown, req: FastifyRequest): ServiceError 
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
+export type NotFoundHandler = (req: FastifyRequest, reply: FastifyReply) => FastifyReply;
+
 /**
  * One error handler, a 404 that knows the route table (405 with `Allow` for a known path with the wrong method),
- * and nothing else: every error leaves as the envelope.
+ * and nothing else: every error leaves as the envelope. Returns the not-found handler, so a plugin with a not-found
+ * handler of its own (the admin UI's page fallback) can defer to it.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   const known = FindMyWay({ ignoreTrailingSlash: false });
   app.addHook('onRoute', (route) => {
     for (const m of [route.method].flat()) {
@@ -95,13 +100,30 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler((err, req, reply) => sendError(reply, toServiceError(err, req)));
 
-  app.setNotFoundHandler((req, reply) => {
+  const notFound: NotFoundHandler = (req, reply) => {
     const path = req.url.split('?')[0];
     const allowed = METHODS.filter((m) => known.find(m, path));
-    if (allowed.length) {
+    // A wildcard route that found nothing (a missing static file) allows this very method: that is a 404, not a 405.
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    if (allowed.length && !(allowed as string[]).includes(method)) {
       reply.header('allow', allowed.join(', '));
       return sendError(reply, new ServiceError('method_not_allowed', `${req.method} is not allowed here. Allowed: ${allowed.join(', ')}.`));
     }
     return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${path.includes('svc_live_') ? '[redacted]' : path.slice(0, 200)}.`));
-  });
+  };
+  app.setNotFoundHandler(notFound);
+  return notFound;
+}
+
+/**
+ * Errors Fastify raises before routing, where no hook runs (a malformed percent-encoding in the URL, a path
+ * parameter over its length limit): the same envelope and X-Request-Id as everything else, instead of Fastify's
+ * default body, which echoes the URL (and so whatever a client put in it).
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', req.id);
+  req.log.info({ code: err.code }, 'malformed URL refused');
+  const message =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment of the URL is too long.' : 'The URL is not valid: it contains a malformed percent-encoding.';
+  sendError(reply, new ServiceError('invalid_request', message));
 }

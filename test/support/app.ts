@@ -1,5 +1,5 @@
-import type { FastifyInstance, InjectOptions } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp, type AppDeps } from '../../src/app.js';
 import { createLogger } from '../../src/http/logging.js';
 import type { Clock, ServiceContext } from '../../src/services/context.js';
 import { generateKey } from '../../src/services/generateKey.js';
@@ -39,7 +39,7 @@ export type TestApp = {
   database: TestDatabase;
   /** Every log line the app wrote. */
   logs: string[];
-  inject(opts: InjectOptions): ReturnType<FastifyInstance['inject']>;
+  inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   sessionToken(shop: string, opts?: { ttlSeconds?: number }): Promise<string>;
   /** A shop on `plan` with a fresh key: { shopId, domain, key, fingerprint }. */
   shopWithKey(plan?: string): Promise<{ shopId: string; domain: string; key: string; fingerprint: string }>;
@@ -48,14 +48,21 @@ export type TestApp = {
 };
 
 export async function startTestApp(
-  opts: { freeUntil?: Date | null; clock?: TestClock; database?: TestDatabase; extraRoutes?: (app: FastifyInstance) => void } = {},
+  opts: {
+    freeUntil?: Date | null;
+    clock?: TestClock;
+    database?: TestDatabase;
+    extraRoutes?: (app: FastifyInstance) => void;
+    /** Optional parts of the app a test turns on: rate limits, metrics collectors, trusted proxies. */
+    appDeps?: Pick<AppDeps, 'rateLimit' | 'metrics' | 'trustProxy'>;
+  } = {},
 ): Promise<TestApp> {
   const database = opts.database ?? (await createTestDatabase());
   const clock = opts.clock ?? new TestClock();
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', sink: { write: (line) => logs.push(line) } });
   const ctx: ServiceContext = { db: database.db, clock, freeUntil: opts.freeUntil ?? null, warn: (o, m) => logger.warn(o, m) };
-  const app = await buildApp({ ctx, credentials: TEST_CREDENTIALS, logger, extraRoutes: opts.extraRoutes });
+  const app = await buildApp({ ctx, credentials: TEST_CREDENTIALS, logger, extraRoutes: opts.extraRoutes, ...opts.appDeps });
   return {
     app,
     ctx,

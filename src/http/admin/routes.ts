@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_ACTIVE_KEYS } from '../../domain/access.js';
 import { ServiceError } from '../../domain/errors.js';
+import { StoredText } from '../../domain/text.js';
 import { ApiKey } from '../../domain/resources.js';
 import type { ServiceContext } from '../../services/context.js';
 import { generateKey } from '../../services/generateKey.js';
@@ -93,7 +94,8 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   r.post('/keys', {
     schema: {
       tags,
-      body: z.strictObject({ name: z.string().max(100).nullable().optional() }).optional(),
+      // The body is optional (a bare POST generates an unnamed key); Fastify hands a missing body over as null.
+      body: z.strictObject({ name: StoredText(100).nullable().optional() }).nullish(),
       response: {
         201: z.object({ key: ApiKey, secret: z.string().describe('The raw key. Sent this once and never again.') }),
         ...adminErrors,

@@ -8,7 +8,7 @@ declare module 'fastify' {
   }
 }
 
-/** preHandler for /api and /mcp: authenticates the bearer key (401/403 thrown as ServiceErrors). */
+/** Hook for /api (onRequest, before any parsing) and /mcp: authenticates the bearer key (401/403 thrown as ServiceErrors). */
 export function apiKeyAuth(ctx: ServiceContext) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     try {

@@ -26,7 +26,9 @@ const security = [{ bearerAuth: [] }];
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  r.addHook('preHandler', apiKeyAuth(ctx));
+  // Authentication runs first (PRODUCT §2 order: key → plan → … → the operation), before the body is read or
+  // any input is validated: an unauthenticated caller learns nothing and costs no parsing.
+  r.addHook('onRequest', apiKeyAuth(ctx));
   const caller = (key: { shopId: string; fingerprint: string }) => ({
     shopId: key.shopId,
     actor: { type: 'api_key' as const, keyFingerprint: key.fingerprint },

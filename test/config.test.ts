@@ -1,0 +1,80 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+/** Configuration is validated at start with messages that name the variable (PRODUCT §8). */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+describe('loadConfig', () => {
+  it('defaults: port 3000, host 127.0.0.1, the embedded database in ./.data, no free period', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(3000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.database).toEqual({ kind: 'pglite', dataDir: './.data' });
+    expect(config.freeUntil).toBeNull();
+    expect(config.publicUrl).toBe('http://127.0.0.1:3000');
+  });
+
+  it('reads the values it is given', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://u@db:5432/svc',
+      API_ACCESS_FREE_UNTIL: '2027-01-01T00:00:00Z',
+      PUBLIC_URL: 'https://svc.example.com/',
+      DATA_DIR: '/var/lib/svc',
+    });
+    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', database: { kind: 'postgres', url: 'postgres://u@db:5432/svc' }, publicUrl: 'https://svc.example.com' });
+    expect(config.freeUntil?.toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://x/y' }).database.kind).toBe('postgres');
+    expect(loadConfig({ DATABASE_URL: '  ' }).database.kind).toBe('pglite');
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '3.5'],
+    ['DATABASE_URL', 'mysql://root@localhost/svc'],
+    ['DATABASE_URL', 'sqlite:./x.db'],
+    ['API_ACCESS_FREE_UNTIL', '2027-01-01'],
+    ['API_ACCESS_FREE_UNTIL', '2027-01-01T00:00:00+01:00'],
+    ['API_ACCESS_FREE_UNTIL', 'soon'],
+    ['REDIS_URL', 'http://localhost:6379'],
+    ['LOG_LEVEL', 'verbose'],
+    ['SHOPIFY_API_SECRET', 'short'],
+    ['PUBLIC_URL', 'svc.example.com'],
+  ])('rejects %s=%s with a message naming the variable', (name, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(name);
+    expect((error as Error).message).toContain(JSON.stringify(value));
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: 'abc', DATABASE_URL: 'mysql://x' })).toThrow(/PORT.*DATABASE_URL|DATABASE_URL.*PORT/);
+  });
+});
+
+describe('the server with a bad configuration', () => {
+  it('exits with code 1 and one clear line on stderr', () => {
+    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PORT: 'abc' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(res.status).toBe(1);
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^svc: Invalid configuration: PORT="abc"/);
+    expect(res.stdout).toBe('');
+  });
+});

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, startTestApp, type TestApp } from './support/app.js';
+import { adminAuth, API, keyFragments } from './support/fixtures.js';
+
+/**
+ * No key and no session token reaches a log line or an error message (PRODUCT §5), wherever the client puts it:
+ * header, JSON body, query string, a body that causes an error, the path, a 500.
+ */
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({
+    extraRoutes: (app) => {
+      // A route whose failure carries what the client sent, as a careless driver error might.
+      app.post('/test/echo-error', async (req) => {
+        throw new Error(`failed while handling ${JSON.stringify(req.body)} for ${req.headers.authorization}`);
+      });
+    },
+  });
+});
+afterAll(() => t.close());
+
+const KEY_LIKE = /svc_live_[0-9A-Za-z]{8,}/;
+
+describe('logs and error bodies never carry a key', () => {
+  it('after requests with a real key everywhere a client can put one', async () => {
+    const { key, shopId, domain } = await t.shopWithKey();
+    const [c] = await t.seed(shopId, 2);
+    const url = `${API}/${c.id}/actions`;
+    const admin = await adminAuth(t, domain);
+    const session = admin.authorization.slice('Bearer '.length);
+    const json = { ...bearer(key), 'content-type': 'application/json' };
+
+    const responses = [
+      await t.inject({ url: API, headers: bearer(key) }),
+      await t.inject({ url: `${API}/${c.id}`, headers: bearer(key) }),
+      // In JSON body fields, accepted and refused.
+      await t.inject({ method: 'POST', url, headers: bearer(key), payload: { action: 'cancel', reason: `leaked ${key} here` } }),
+      await t.inject({ method: 'POST', url, headers: bearer(key), payload: { action: key } }),
+      await t.inject({ method: 'POST', url, headers: bearer(key), payload: { action: 'skip', [key]: true } }),
+      await t.inject({ method: 'POST', url, headers: bearer(key), payload: { action: 'pause', resumeAt: key } }),
+      await t.inject({ method: 'POST', url, headers: bearer(key), payload: { action: 'reschedule', nextBillingDate: [key] } }),
+      await t.inject({ method: 'POST', url, headers: json, payload: `{"action": "${key}"` }),
+      await t.inject({ method: 'POST', url, headers: { ...bearer(key), 'content-type': 'text/plain' }, payload: key }),
+      await t.inject({ method: 'POST', url, headers: json, payload: JSON.stringify({ action: 'cancel', reason: key.repeat(400) }) }),
+      // In the query string and the path.
+      await t.inject({ url: `${API}?key=${key}`, headers: bearer(key) }),
+      await t.inject({ url: `${API}?status=${key}` }),
+      await t.inject({ url: `${API}/${key}/events` }),
+      // A key that fails: bad checksum, revoked-like unknown, wrong place.
+      await t.inject({ url: API, headers: bearer(key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a')) }),
+      await t.inject({ url: API, headers: { authorization: `Basic ${key}` } }),
+      await t.inject({ url: API, headers: { authorization: `Bearer ${key} ${key}` } }),
+      await t.inject({ url: '/admin/api/keys', headers: bearer(key) }),
+      await t.inject({ url: `/admin/api/contracts?cursor=${key}`, headers: admin }),
+      // A 500 whose error text holds the key (from the body and from the header).
+      await t.inject({ method: 'POST', url: '/test/echo-error', headers: json, payload: { note: `use ${key}` } }),
+      // The session token on the API and the admin API.
+      await t.inject({ url: API, headers: { authorization: `Bearer ${session}` } }),
+      await t.inject({ url: '/admin/api/keys', headers: admin }),
+    ];
+
+    // The requests really happened and the sensitive ones were refused or accepted as expected.
+    expect(responses[0].statusCode).toBe(200);
+    expect(responses[2].statusCode).toBe(200);
+    expect(responses[3].json().error.code).toBe('unsupported_action');
+    expect(responses[10].json().error.code).toBe('key_in_url');
+    expect(responses[18].statusCode).toBe(500);
+    expect(t.logs.length).toBeGreaterThanOrEqual(responses.length);
+
+    const logs = t.logs.join('\n');
+    expect(logs).not.toMatch(KEY_LIKE);
+    for (const piece of keyFragments(key)) expect(logs).not.toContain(piece);
+    expect(logs).not.toContain(session);
+    expect(logs).not.toContain(session.split('.')[2]);
+
+    for (const res of responses) {
+      if (res.statusCode < 400) continue;
+      expect(res.body, res.body).not.toMatch(KEY_LIKE);
+      for (const piece of keyFragments(key)) expect(res.body).not.toContain(piece);
+      expect(res.body).not.toContain(session.split('.')[2]);
+    }
+  });
+});
