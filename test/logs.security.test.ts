@@ -82,3 +82,11 @@ describe('logs and error bodies never carry a key', () => {
     }
   });
 });
+
+describe('log scrubbing of session tokens', () => {
+  it('replaces a JWT anywhere in a line', async () => {
+    const { scrubSecrets } = await import('../src/http/logging.js');
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ';
+    expect(scrubSecrets(`{"msg":"bad token ${jwt} seen"}`)).toBe('{"msg":"bad token [REDACTED JWT] seen"}');
+  });
+});

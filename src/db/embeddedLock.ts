@@ -31,6 +31,7 @@ export function acquireEmbeddedLock(dataDir: string, role: string): EmbeddedLock
       const release = () => {
         if (released) return;
         released = true;
+        process.off('exit', release);
         try {
           const holder = JSON.parse(readFileSync(file, 'utf8'));
           if (holder.pid === process.pid) unlinkSync(file);

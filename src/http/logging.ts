@@ -7,10 +7,19 @@ export function scrubKeys(text: string): string {
   return text.includes('svc_live_') ? text.replace(KEY_ANYWHERE, 'svc_live_[REDACTED]') : text;
 }
 
+// A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
+const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;
+
+/** scrubKeys, plus session tokens: what every log line goes through. */
+export function scrubSecrets(text: string): string {
+  const noKeys = scrubKeys(text);
+  return noKeys.includes('eyJ') ? noKeys.replace(JWT_ANYWHERE, '[REDACTED JWT]') : noKeys;
+}
+
 export type LineSink = { write(line: string): unknown };
 
 /**
- * JSON logs whose every line passes through scrubKeys, with the Authorization header (API key or session token)
+ * JSON logs whose every line passes through scrubSecrets (API keys and session tokens), with the Authorization header (API key or session token)
  * redacted by path as well. Nothing a client sends can put a key into a log line.
  */
 export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
@@ -25,6 +34,6 @@ export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
         censor: '[REDACTED]',
       },
     },
-    { write: (line: string) => sink.write(scrubKeys(line)) },
+    { write: (line: string) => sink.write(scrubSecrets(line)) },
   );
 }
