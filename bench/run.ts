@@ -26,9 +26,14 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 
 type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
 
-function startChild(script: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+// BENCH_PROFILE=dir writes a CPU profile of the svc process; BENCH_ONLY=get,action,… runs only those scenarios.
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (name: string) => !ONLY || ONLY.includes(name);
+
+function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const onData = (b: Buffer) => {
       out += b.toString();
@@ -51,7 +56,10 @@ function peakRssMb(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
 
-async function run(name: string, opts: autocannon.Options): Promise<Result> {
+const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0 };
+
+async function run(name: string, opts: autocannon.Options, key?: string): Promise<Result> {
+  if (key && !wanted(key)) return SKIPPED;
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
   const res = {
     rps: Math.round(r.requests.average),
@@ -104,7 +112,7 @@ async function main() {
   const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);
   await db.close();
 
-  const svc = await startChild('src/main.ts', env);
+  const svc = await startChild('src/main.ts', env, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   const base = await startChild('bench/baseline.ts', { PORT: '0' });
   cleanups.unshift(() => {
     svc.child.kill('SIGTERM');
@@ -142,13 +150,13 @@ async function main() {
   const unknown = newRawKey();
 
   const results: Record<string, Result> = {};
-  results.baselineGet1 = await run('baseline GET', { url: `${base.url}/echo/1` });
-  results.get = await run('svc GET contract', { url: svc.url, headers: auth, requests: [getReq] });
+  results.baselineGet1 = await run('baseline GET', { url: `${base.url}/echo/1` }, 'baseline');
+  results.get = await run('svc GET contract', { url: svc.url, headers: auth, requests: [getReq] }, 'get');
   results.baselinePost1 = await run('baseline POST', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
-  results.action = await run('svc pause/resume', { url: svc.url, headers: auth, requests: [actionReq] });
+  results.action = await run('svc pause/resume', { url: svc.url, headers: auth, requests: [actionReq] }, 'action');
   results.baselineGet2 = await run('baseline GET (again)', { url: `${base.url}/echo/1` });
-  results.forged = await run('svc forged key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } });
-  results.unknownKey = await run('svc unknown key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } });
+  results.forged = await run('svc forged key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } }, 'forged');
+  results.unknownKey = await run('svc unknown key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } }, 'unknownKey');
   results.baselinePost2 = await run('baseline POST (again)', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
   results.mcp = await run('svc MCP tools/call', {
     url: `${svc.url}/mcp`,
@@ -163,10 +171,10 @@ async function main() {
         }),
       },
     ],
-  });
-  const fixedGet = await run(`svc GET at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [getReq], overallRate: FIXED_RATE, connections: 50 });
+  }, 'mcp');
+  const fixedGet = await run(`svc GET at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [getReq], overallRate: FIXED_RATE, connections: 50 }, 'fixedGet');
   slice = 0;
-  const fixedAction = await run(`svc action at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [actionReq], overallRate: FIXED_RATE, connections: 50 });
+  const fixedAction = await run(`svc action at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [actionReq], overallRate: FIXED_RATE, connections: 50 }, 'fixedAction');
   const rss = peakRssMb(svc.child.pid!);
 
   const baseGet = Math.max(results.baselineGet1.rps, results.baselineGet2.rps);

@@ -79,6 +79,8 @@ export const contracts = pgTable(
     cancellationReason: text('cancellation_reason'),
     createdAt: ts('created_at').notNull(),
     updatedAt: ts('updated_at').notNull(),
+    // Bumped by every state change; optimistic writes check it (migration 0003).
+    version: integer('version').notNull().default(0),
   },
   (t) => [
     index('contracts_shop_id_idx').on(t.shopId, t.id),

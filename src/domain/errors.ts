@@ -29,7 +29,12 @@ export class ServiceError extends Error {
   readonly headers?: Record<string, string>;
 
   constructor(code: ErrorCode, message: string, opts: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    // A client error needs no stack, and capturing one is most of the cost of a refused request (every 401 of
+    // a key-spraying client): skip it.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'ServiceError';
     this.code = code;
     this.details = opts.details;

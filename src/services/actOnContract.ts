@@ -1,12 +1,12 @@
 import { parseContractAction, type ContractAction } from '../domain/actions.js';
 import { toContract, type Contract } from '../domain/resources.js';
 import type { Caller, ServiceCall } from './context.js';
-import { assertContractId, lockContract, writeTransitions } from './contractStore.js';
+import { assertContractId, commitIfUnchanged, lockContract, planTransitions, readContract, writeTransitions } from './contractStore.js';
 
 /**
  * Performs one action on one contract of the caller's shop. The body is validated here (so every surface gets the
- * same rules); the row is locked for the transaction, so concurrent actions on one contract are serialised and
- * none is lost. The state change and its event commit together or not at all.
+ * same rules). Writes are optimistic (version check) and fall back to a row lock on conflict, so concurrent actions
+ * on one contract are serialised and none is lost. The state change and its event commit together or not at all.
  */
 export async function actOnContract({
   ctx,
@@ -15,9 +15,16 @@ export async function actOnContract({
   assertContractId(input.contractId);
   const now = ctx.clock.now();
   const action: ContractAction = parseContractAction(input.body, now);
+  const steps = [{ action, actor: input.actor }];
+  // Fast path: read, apply, write with a version check — two round trips, no lock held across them.
+  const current = await readContract(ctx, input.shopId, input.contractId);
+  const plan = planTransitions(current, steps, now);
+  const written = plan && (await commitIfUnchanged(ctx.db.orm, current, plan, now));
+  if (written) return toContract(written);
+  // Someone wrote in between: redo it under a row lock, which serialises with every other writer.
   const row = await ctx.db.orm.transaction(async (tx) => {
     const locked = await lockContract(tx, input.shopId, input.contractId);
-    return writeTransitions(tx, locked, [{ action, actor: input.actor }], now);
+    return writeTransitions(tx, locked, steps, now);
   });
   return toContract(row);
 }

@@ -1,4 +1,5 @@
-import { and, eq, isNull, lt, or } from 'drizzle-orm';
+import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Orm } from '../db/client.js';
 import { apiKeys, shops } from '../db/schema.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { fingerprintOf, isWellFormedKey, keyDigest } from '../domain/keys.js';
@@ -21,6 +22,22 @@ export class AuthError extends ServiceError {
   }
 }
 
+// Runs on every authenticated request: prepared once per database (no query building, no re-planning).
+const lookups = new WeakMap<Orm, ReturnType<typeof prepareLookup>>();
+function prepareLookup(orm: Orm) {
+  return orm
+    .select({ id: apiKeys.id, shopId: apiKeys.shopId, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, plan: shops.plan })
+    .from(apiKeys)
+    .innerJoin(shops, eq(shops.id, apiKeys.shopId))
+    .where(eq(apiKeys.digest, sql.placeholder('digest')))
+    .prepare('svc_key_lookup');
+}
+function keyLookup(orm: Orm) {
+  let q = lookups.get(orm);
+  if (!q) lookups.set(orm, (q = prepareLookup(orm)));
+  return q;
+}
+
 /** The key out of an `Authorization: Bearer <key>` header, or null. */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -41,11 +58,7 @@ export async function authenticateApiKey({
   if (raw === null) throw new AuthError(input.authorization ? 'malformed' : 'missing', input.authorization ? MESSAGES.unauthorized : MESSAGES.missingKey);
   if (!isWellFormedKey(raw)) throw new AuthError('malformed', MESSAGES.unauthorized);
   const digest = keyDigest(raw);
-  const [row] = await ctx.db.orm
-    .select({ id: apiKeys.id, shopId: apiKeys.shopId, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, plan: shops.plan })
-    .from(apiKeys)
-    .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-    .where(eq(apiKeys.digest, digest));
+  const [row] = await keyLookup(ctx.db.orm).execute({ digest });
   if (!row) throw new AuthError('unknown', MESSAGES.unauthorized);
   if (row.revokedAt) throw new AuthError('revoked', MESSAGES.unauthorized);
   if (!shopApiAccess(ctx, row.plan).allowed) throw new AuthError('plan_required', MESSAGES.planRequired);

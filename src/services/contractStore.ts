@@ -1,10 +1,11 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Orm } from '../db/client.js';
 import { contractEvents, contracts, type ContractRow } from '../db/schema.js';
 import type { ContractAction } from '../domain/actions.js';
 import { applyAction, isResumeDue, type ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import type { Actor } from '../domain/resources.js';
+import type { ServiceContext } from './context.js';
 
 /** Shared by the contract services: loading within the shop's scope and writing a transition with its event. */
 
@@ -21,6 +22,33 @@ export type Executor = Orm | Tx;
 
 export const SCHEDULER: Actor = { type: 'scheduler' };
 
+/**
+ * Prepared once per database: the hot reads skip query building in JS and parse/plan in PostgreSQL (named
+ * statements, cached per connection by the driver).
+ */
+const prepared = new WeakMap<Orm, ReturnType<typeof prepareReads>>();
+function prepareReads(orm: Orm) {
+  return {
+    contract: orm
+      .select()
+      .from(contracts)
+      .where(and(eq(contracts.id, sql.placeholder('id')), eq(contracts.shopId, sql.placeholder('shopId'))))
+      .prepare('svc_read_contract'),
+  };
+}
+export function reads(orm: Orm) {
+  let p = prepared.get(orm);
+  if (!p) prepared.set(orm, (p = prepareReads(orm)));
+  return p;
+}
+
+/** Loads a contract of the shop without a lock, or throws not_found. */
+export async function readContract(ctx: ServiceContext, shopId: string, id: string): Promise<ContractRow> {
+  const [row] = await reads(ctx.db.orm).contract.execute({ id, shopId });
+  if (!row) throw new ServiceError('not_found', MESSAGES.contractNotFound);
+  return row;
+}
+
 /** Loads a contract of the shop with a row lock (FOR UPDATE), or throws not_found. */
 export async function lockContract(tx: Executor, shopId: string, id: string): Promise<ContractRow> {
   const [row] = await tx
@@ -32,21 +60,18 @@ export async function lockContract(tx: Executor, shopId: string, id: string): Pr
   return row;
 }
 
+type EventInsert = typeof contractEvents.$inferInsert;
+type Step = { action: ContractAction; actor: Actor };
+
 /**
- * Applies actions in order to a locked row and persists the final state with one event per action.
- * A due scheduled resume is applied first (actor `scheduler`), so no action ever sees a contract that should
- * already be active.
+ * The outcome of applying steps to a row, not yet written. A due scheduled resume is applied first (actor
+ * `scheduler`), so no action ever sees a contract that should already be active. Throws invalid_state.
  */
-export async function writeTransitions(
-  tx: Executor,
-  row: ContractRow,
-  steps: { action: ContractAction; actor: Actor }[],
-  now: Date,
-): Promise<ContractRow> {
+export function planTransitions(row: ContractRow, steps: Step[], now: Date): { state: ContractState; events: EventInsert[] } | null {
   let state: ContractState = row as unknown as ContractState;
   const all = isResumeDue(state, now) ? [{ action: { action: 'resume' } as ContractAction, actor: SCHEDULER }, ...steps] : steps;
-  if (all.length === 0) return row;
-  const events: (typeof contractEvents.$inferInsert)[] = [];
+  if (all.length === 0) return null;
+  const events: EventInsert[] = [];
   for (const step of all) {
     const t = applyAction(state, step.action, now);
     state = t.state;
@@ -62,19 +87,93 @@ export async function writeTransitions(
       data: t.event.data,
     });
   }
+  return { state, events };
+}
+
+const stateColumns = (state: ContractState, now: Date) => ({
+  status: state.status,
+  nextBillingDate: state.nextBillingDate,
+  pausedAt: state.pausedAt,
+  resumeAt: state.resumeAt,
+  cancelledAt: state.cancelledAt,
+  cancellationReason: state.cancellationReason,
+  updatedAt: now,
+});
+
+/** Applies steps to a row locked by the caller's transaction and writes the state with one event per step. */
+export async function writeTransitions(tx: Executor, row: ContractRow, steps: Step[], now: Date): Promise<ContractRow> {
+  const plan = planTransitions(row, steps, now);
+  if (!plan) return row;
   const [updated] = await tx
     .update(contracts)
-    .set({
-      status: state.status,
-      nextBillingDate: state.nextBillingDate,
-      pausedAt: state.pausedAt,
-      resumeAt: state.resumeAt,
-      cancelledAt: state.cancelledAt,
-      cancellationReason: state.cancellationReason,
-      updatedAt: now,
-    })
+    .set({ ...stateColumns(plan.state, now), version: sql`${contracts.version} + 1` })
     .where(eq(contracts.id, row.id))
     .returning();
-  await tx.insert(contractEvents).values(events);
+  await tx.insert(contractEvents).values(plan.events);
   return updated;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/**
+ * Writes a planned change in ONE statement, only if nobody changed the contract since `row` was read (same
+ * version): the update and its events commit together, or neither does. Returns the new row, or null when the
+ * version moved on (the caller then retries under a row lock). No explicit transaction: one round trip.
+ */
+export async function commitIfUnchanged(
+  orm: Orm,
+  row: ContractRow,
+  plan: { state: ContractState; events: EventInsert[] },
+  now: Date,
+): Promise<ContractRow | null> {
+  const st = plan.state;
+  const events = plan.events.map((e) => ({
+    type: e.type,
+    at: now.toISOString(),
+    actor_type: e.actorType,
+    actor_key_fingerprint: e.actorKeyFingerprint ?? null,
+    from_status: e.fromStatus,
+    to_status: e.toStatus,
+    data: e.data,
+  }));
+  // NOWAIT: this statement never waits on another writer's row lock (that writer goes first; we retry under a
+  // lock). So it runs in microseconds, and a client that vanishes mid-request leaves the same tiny window as a
+  // COMMIT does: no action is applied long after its caller got 503.
+  const result = await orm
+    .execute(
+      sql`
+    WITH locked AS (
+      SELECT id FROM subscription_contracts WHERE id = ${row.id}::bigint AND version = ${row.version}::integer
+         FOR UPDATE NOWAIT
+    ), updated AS (
+      UPDATE subscription_contracts
+         SET status = ${st.status}, next_billing_date = ${iso(st.nextBillingDate)}::timestamptz,
+             paused_at = ${iso(st.pausedAt)}::timestamptz, resume_at = ${iso(st.resumeAt)}::timestamptz,
+             cancelled_at = ${iso(st.cancelledAt)}::timestamptz, cancellation_reason = ${st.cancellationReason}::text,
+             updated_at = ${now.toISOString()}::timestamptz, version = version + 1
+        FROM locked WHERE subscription_contracts.id = locked.id
+       RETURNING subscription_contracts.id, subscription_contracts.shop_id, subscription_contracts.version
+    ), inserted AS (
+      INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data)
+      SELECT u.id, u.shop_id, e.type, e.at, e.actor_type, e.actor_key_fingerprint, e.from_status, e.to_status, e.data
+        FROM updated u,
+             ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (type text, at timestamptz, actor_type text,
+               actor_key_fingerprint text, from_status text, to_status text, data jsonb)) WITH ORDINALITY
+               AS e(type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, ord)
+       ORDER BY e.ord
+    )
+    SELECT version FROM updated`,
+    )
+    .catch((err) => {
+      if (hasCode(err, '55P03')) return null; // lock_not_available: another writer holds the row
+      throw err;
+    });
+  const rows = (result as unknown as { rows: { version: number }[] } | null)?.rows ?? [];
+  if (rows.length === 0) return null;
+  return { ...row, ...stateColumns(st, now), version: Number(rows[0].version) };
+}
+
+function hasCode(err: unknown, code: string): boolean {
+  for (let e: any = err, depth = 0; e && depth < 5; e = e.cause, depth++) if (e.code === code) return true;
+  return false;
 }

@@ -1,10 +1,7 @@
-import { and, eq } from 'drizzle-orm';
-import { contracts } from '../db/schema.js';
 import { isResumeDue } from '../domain/contract.js';
-import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { toContract, type Contract } from '../domain/resources.js';
 import type { ServiceCall } from './context.js';
-import { assertContractId, lockContract, writeTransitions } from './contractStore.js';
+import { assertContractId, lockContract, readContract, writeTransitions } from './contractStore.js';
 
 /**
  * One contract of the shop. A paused contract whose resume moment has passed is resumed here first (the same
@@ -13,11 +10,7 @@ import { assertContractId, lockContract, writeTransitions } from './contractStor
 export async function getContract({ ctx, input }: ServiceCall<{ shopId: string; contractId: string }>): Promise<Contract> {
   assertContractId(input.contractId);
   const now = ctx.clock.now();
-  const [row] = await ctx.db.orm
-    .select()
-    .from(contracts)
-    .where(and(eq(contracts.id, input.contractId), eq(contracts.shopId, input.shopId)));
-  if (!row) throw new ServiceError('not_found', MESSAGES.contractNotFound);
+  const row = await readContract(ctx, input.shopId, input.contractId);
   if (!isResumeDue(row as never, now)) return toContract(row);
   const resumed = await ctx.db.orm.transaction(async (tx) => {
     const locked = await lockContract(tx, input.shopId, input.contractId);

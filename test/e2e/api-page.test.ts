@@ -44,7 +44,7 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     for (const t of tabs.splice(0)) {
       expect(t.external, 'the standalone page loads nothing from another origin').toEqual([]);
       expect(t.errors, 'no script errors').toEqual([]);
-      void t.context.close();
+      void t.context.close().catch(() => {});
     }
   };
 

@@ -116,12 +116,12 @@ export async function openTab(browser: Browser, opts: { width?: number; height?:
     const url = new URL(route.request().url());
     if (url.hostname !== '127.0.0.1') {
       tab.external.push(url.href);
-      return route.abort();
+      return route.abort().catch(() => {}); // the context may close first
     }
     if (url.pathname.startsWith('/admin/api/')) {
       tab.adminCalls.push({ url: url.pathname + url.search, authorization: route.request().headers().authorization });
     }
-    return route.continue();
+    return route.continue().catch(() => {});
   });
   // Fail with Playwright's message (what it waited for) well before the test's own timeout.
   tab.page.setDefaultTimeout(8_000);
