@@ -140,7 +140,7 @@ describe('admin API: the secret is sent once and stored nowhere', () => {
     expect(Object.keys(rows[0]).sort()).toEqual(['created_at', 'digest', 'id', 'last_used_at', 'name', 'revoked_at', 'shop_id']);
 
     // Looked up through a unique index on the digest, never compared in code.
-    const indexes = await sql<{ indexdef: string }>(t, `SELECT indexdef FROM pg_indexes WHERE tablename = 'api_keys'`);
+    const indexes = await sql<{ indexdef: string }>(t, `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'api_keys'`);
     expect(indexes.some((i) => /CREATE UNIQUE INDEX .* \(digest\)/.test(i.indexdef))).toBe(true);
 
     // Nowhere else in the database either.
