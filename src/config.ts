@@ -20,6 +20,7 @@ const ConfigSchema = z.object({
   REDIS_URL: optionalString.refine((v) => v === undefined || /^rediss?:\/\//.test(v), {
     message: 'must be a redis:// or rediss:// URL',
   }),
+  REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/, 'must be 1 to 64 of A-Z a-z 0-9 : _ -').default('svc:ratelimit:'),
   SHOPIFY_API_KEY: optionalString,
   SHOPIFY_API_SECRET: optionalString.refine((v) => v === undefined || v.length >= 16, {
     message: 'must be at least 16 characters',
@@ -49,6 +50,7 @@ export type Config = {
   host: string;
   database: { kind: 'pglite'; dataDir: string } | { kind: 'postgres'; url: string };
   redisUrl?: string;
+  redisKeyPrefix: string;
   shopifyApiKey?: string;
   shopifyApiSecret?: string;
   freeUntil: Date | null;
@@ -85,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: e.DATA_DIR },
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     shopifyApiKey: e.SHOPIFY_API_KEY,
     shopifyApiSecret: e.SHOPIFY_API_SECRET,
     freeUntil: e.API_ACCESS_FREE_UNTIL ? parseUtcTimestamp(e.API_ACCESS_FREE_UNTIL) : null,

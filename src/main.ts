@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
   const scheduler = new ResumeScheduler(ctx, { intervalMs: config.schedulerIntervalMs, log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log });
-  const limits = createRateLimitStore({ redisUrl: config.redisUrl, clock: systemClock, warn: (o, m) => log.warn(o, m) });
+  const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,
     credentials,

@@ -78,3 +78,12 @@ describe('the server with a bad configuration', () => {
     expect(res.stdout).toBe('');
   });
 });
+
+describe('REDIS_KEY_PREFIX', () => {
+  it('defaults to svc:ratelimit: and refuses characters Redis users would not expect', async () => {
+    const { loadConfig } = await import('../src/config.js');
+    expect(loadConfig({}).redisKeyPrefix).toBe('svc:ratelimit:');
+    expect(loadConfig({ REDIS_KEY_PREFIX: 'shop-eu:rl:' }).redisKeyPrefix).toBe('shop-eu:rl:');
+    expect(() => loadConfig({ REDIS_KEY_PREFIX: 'has space' })).toThrow(/REDIS_KEY_PREFIX/);
+  });
+});

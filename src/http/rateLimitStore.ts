@@ -178,6 +178,8 @@ export class FixedWindowLimiter {
  */
 export function createRateLimitStore(opts: {
   redisUrl?: string;
+  /** Namespace of the counters, so deployments with separate databases can share one Redis. */
+  redisPrefix?: string;
   clock: Clock;
   warn: (obj: object, msg: string) => void;
 }): { store: RateLimitStore; onStoreError: (err: Error) => void } {
@@ -189,5 +191,5 @@ export function createRateLimitStore(opts: {
     opts.warn({ err: { message: err.message } }, 'rate-limit store unavailable: requests are let through unlimited');
   };
   if (!opts.redisUrl) return { store: new MemoryRateLimitStore(opts.clock), onStoreError };
-  return { store: new RedisRateLimitStore(connectRedis(opts.redisUrl, onStoreError)), onStoreError };
+  return { store: new RedisRateLimitStore(connectRedis(opts.redisUrl, onStoreError), opts.redisPrefix), onStoreError };
 }
