@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { schema } from './schema.js';
 
@@ -41,6 +40,8 @@ export type DatabaseOptions =
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.kind === 'pglite') {
     if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+    // Loaded only when used: PGlite's WebAssembly Postgres adds ~45 MB to a process that runs on PostgreSQL.
+    const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
     const client = opts.pglite ?? (await PGlite.create(opts.dataDir ?? 'memory://'));
     const run: RunSql = async (text, params, o) => {
       if (o?.multi) {
