@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, inArray } from 'drizzle-orm';
@@ -14,21 +13,11 @@ import { uniqueShop } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/db.js';
 import { API } from './support/fixtures.js';
 import { call, holdRowLock, needsPostgres, PROCESS_CREDENTIALS, startServer, stopAllServers, type ServerProcess } from './support/processes.js';
+import { REDIS_URL, redisReachable } from './support/redis.js';
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-function reachable(url: string): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: u.hostname, port: Number(u.port || 6379), timeout: 1000 });
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => (socket.destroy(), resolve(false)));
-  });
-}
 
 // Only asked when the processes can run at all (PostgreSQL); the Redis test below needs it.
-const redisUp = process.env.TEST_DATABASE_URL ? await reachable(REDIS_URL) : false;
+const redisUp = process.env.TEST_DATABASE_URL ? await redisReachable(REDIS_URL) : false;
 if (process.env.TEST_DATABASE_URL && !redisUp && !process.env.CI) {
   console.log(`[svc tests] skipped the shared rate-limit test of test/multi-instance.test.ts: no Redis at ${REDIS_URL} (start one, or set TEST_REDIS_URL)`);
 }

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +6,7 @@ import { connectRedis, RedisRateLimitStore } from '../src/http/rateLimitStore.js
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/db.js';
 import { API, expectError } from './support/fixtures.js';
+import { REDIS_URL, redisReachable } from './support/redis.js';
 
 /**
  * Rate limits on Redis (REDIS_URL): the counters live in Redis, so two app instances share one budget per shop and
@@ -14,19 +14,8 @@ import { API, expectError } from './support/fixtures.js';
  * 127.0.0.1:6379 the file is skipped, except in CI, where that is a failure.
  */
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-function reachable(url: string): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: u.hostname, port: Number(u.port || 6379), timeout: 1000 });
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => (socket.destroy(), resolve(false)));
-  });
-}
-
-const redisUp = await reachable(REDIS_URL);
+const redisUp = await redisReachable(REDIS_URL);
 if (!redisUp) {
   if (process.env.CI) throw new Error(`Redis is not reachable at ${REDIS_URL}, and CI needs the Redis rate-limit tests to run.`);
   console.log(`[svc tests] SKIPPED test/ratelimit.redis.test.ts: no Redis at ${REDIS_URL} (start one, or set TEST_REDIS_URL)`);
