@@ -3,7 +3,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resumeDueContracts } from '../../src/services/resumeDueContracts.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served } from './browser.js';
 
-const day = (d: Date) => new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' }).format(d);
+// As the page writes a date (the browser runs in en-US, UTC): to the minute, so a resume date is never confused with
+// a next billing date that falls on the same day (seeded contracts bill at a random moment).
+const when = (d: Date) =>
+  new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZoneName: 'short', timeZone: 'UTC' }).format(d);
 
 describeInBrowser('admin UI: Contracts page in a real browser', () => {
   let s: Served;
@@ -47,12 +50,12 @@ describeInBrowser('admin UI: Contracts page in a real browser', () => {
     const card = (id: string) => page.getByRole('region', { name: `Contract #${id}` });
     const p = card(paused.id);
     await p.getByText('Paused', { exact: true }).waitFor();
-    await p.getByText(day(resumeAt)).waitFor();
+    await p.getByText(when(resumeAt), { exact: true }).waitFor();
     await p.getByRole('button', { name: 'Show history' }).click();
     const history = p.getByRole('list', { name: `History of contract ${paused.id}` });
     await history.getByText('Paused', { exact: true }).waitFor();
     await history.getByText(`By API key ${fingerprint}`).waitFor();
-    await history.getByText(new RegExp(`Resumes ${day(resumeAt)}`)).waitFor();
+    await history.getByText(new RegExp(`Resumes ${when(resumeAt)}`)).waitFor();
     expect(await p.getByRole('button', { name: 'Hide history' }).getAttribute('aria-expanded')).toBe('true');
 
     const c = card(cancelled.id);
