@@ -70,6 +70,8 @@ async function main(): Promise<void> {
     { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
     `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
   );
+  // Whoever waits for this line (a supervisor, a test) gets it now rather than with the next block.
+  log.flush();
 
   let stopping = false;
   const shutdown = async (signal: string) => {

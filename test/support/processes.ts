@@ -44,6 +44,8 @@ export type StartServerOptions = {
   /** Extra environment (SCHEDULER_INTERVAL_MS, SHUTDOWN_TIMEOUT_MS, …). */
   env?: Record<string, string>;
   startTimeoutMs?: number;
+  /** What to run: the TypeScript sources through tsx (default), or the compiled `dist/main.js` as `npm start` does. */
+  entry?: 'source' | 'built';
 };
 
 /** Starts a server process on a free port and resolves once it listens. */
@@ -65,7 +67,8 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     ...opts.env,
   };
   delete env.TEST_DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = opts.entry === 'built' ? ['--enable-source-maps', 'dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
 
   const lines: string[] = [];
