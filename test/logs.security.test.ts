@@ -90,3 +90,22 @@ describe('log scrubbing of session tokens', () => {
     expect(scrubSecrets(`{"msg":"bad token ${jwt} seen"}`)).toBe('{"msg":"bad token [REDACTED JWT] seen"}');
   });
 });
+
+describe('an authorization value is censored wherever a log call puts it', () => {
+  it('top level, one level down, and in headers one level down; the rest untouched', async () => {
+    const { createLogger } = await import('../src/http/logging.js');
+    const lines: string[] = [];
+    const log = createLogger({ level: 'info', sink: { write: (l) => lines.push(l) } });
+    const secret = 'Basic c2VjcmV0OnBhc3N3b3Jk';
+    log.info({ authorization: secret, keep: 1 }, 'a');
+    log.info({ req: { headers: { authorization: secret, host: 'h' }, method: 'GET' } }, 'b');
+    log.info({ headers: { authorization: secret } }, 'c');
+    log.info({ upstream: { authorization: secret, status: 200 } }, 'd');
+    const parsed = lines.map((l) => JSON.parse(l));
+    expect(lines.join('\n')).not.toContain('c2VjcmV0');
+    expect(parsed[0]).toMatchObject({ authorization: '[REDACTED]', keep: 1 });
+    expect(parsed[1].req).toEqual({ headers: { authorization: '[REDACTED]', host: 'h' }, method: 'GET' });
+    expect(parsed[2].headers).toEqual({ authorization: '[REDACTED]' });
+    expect(parsed[3].upstream).toEqual({ authorization: '[REDACTED]', status: 200 });
+  });
+});

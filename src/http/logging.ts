@@ -18,22 +18,81 @@ export function scrubSecrets(text: string): string {
 
 export type LineSink = { write(line: string): unknown };
 
+const CENSORED = '[REDACTED]';
+const censorAuthorization = (o: Record<string, unknown>) => ({ ...o, authorization: CENSORED });
+
 /**
- * JSON logs whose every line passes through scrubSecrets (API keys and session tokens), with the Authorization header (API key or session token)
- * redacted by path as well. Nothing a client sends can put a key into a log line.
+ * An `authorization` value (API key, session token, anything) never reaches a line: at the top level of what is
+ * logged, or one level down (`headers.authorization`, `req.headers.authorization`, `*.authorization`). Checks a
+ * handful of keys per line, where pino's `redact` option copies every logged object; scrubSecrets still passes over
+ * every line after it.
+ */
+export function censorSecrets(obj: Record<string, unknown>): Record<string, unknown> {
+  let out = obj;
+  for (const k in obj) {
+    const v = obj[k];
+    if (k === 'authorization') {
+      out = out === obj ? { ...obj } : out;
+      out[k] = CENSORED;
+    } else if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const inner = v as Record<string, unknown>;
+      const headers = inner.headers as Record<string, unknown> | undefined;
+      const fixInner = 'authorization' in inner;
+      const fixHeaders = !!headers && typeof headers === 'object' && 'authorization' in headers;
+      if (!fixInner && !fixHeaders) continue;
+      let copy = fixInner ? censorAuthorization(inner) : { ...inner };
+      if (fixHeaders) copy = { ...copy, headers: censorAuthorization(headers!) };
+      out = out === obj ? { ...obj } : out;
+      out[k] = copy;
+    }
+  }
+  return out;
+}
+
+/**
+ * JSON logs whose every line passes through scrubSecrets (API keys and session tokens), with any `authorization`
+ * value censored as well (censorSecrets). Nothing a client sends can put a key into a log line.
+ *
+ * Standard output is written in blocks of up to 4 KiB, at least once a second, and on exit (a line per write would
+ * be a system call per request); warnings and errors are written at once. A crash can lose the last second of info
+ * lines, never a secret.
  */
 export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
-  const sink = opts.sink ?? pino.destination({ dest: 1, sync: false });
+  let sink: LineSink & { flushSync?(): void } | undefined = opts.sink;
+  if (!sink) {
+    const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 });
+    process.on('exit', () => {
+      try {
+        stdout.flushSync();
+      } catch {
+        // stdout already gone: nothing left to write to
+      }
+    });
+    sink = stdout;
+  }
+  const out = sink;
   return pino(
     {
       level: opts.level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: {
-        paths: ['req.headers.authorization', 'headers.authorization', 'authorization', '*.authorization'],
-        censor: '[REDACTED]',
-      },
+      formatters: { log: censorSecrets },
     },
-    { write: (line: string) => sink.write(scrubSecrets(line)) },
+    {
+      write: (line: string) => {
+        out.write(scrubSecrets(line));
+        // Warnings and errors (`{"level":40` and up) go out at once; info lines wait for their block.
+        if (line.charCodeAt(9) >= 52) out.flushSync?.();
+      },
+      // logger.flush() (shutdown): what is buffered goes out now.
+      flush: (cb?: (err?: Error) => void) => {
+        try {
+          out.flushSync?.();
+          cb?.();
+        } catch (err) {
+          cb?.(err as Error);
+        }
+      },
+    } as pino.DestinationStream,
   );
 }
