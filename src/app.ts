@@ -6,6 +6,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } fro
 import type { Logger } from 'pino';
 import { ServiceError } from './domain/errors.js';
 import { adminApiRoutes } from './http/admin/routes.js';
+import { installApiKeyGate, type RateLimitOptions } from './http/apiKeyGate.js';
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
@@ -13,7 +14,6 @@ import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { scrubKeys } from './http/logging.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
-import { installRateLimits, type RateLimitOptions } from './http/rateLimit.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
 import type { AppCredentials } from './services/sessionTokens.js';
@@ -59,24 +59,33 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   const notFound = registerErrorHandling(app);
 
-  app.addHook('onRequest', async (req, reply) => {
+  // The per-request work every route shares, in one onRequest and one onResponse hook (each hook is a step on
+  // every request's path).
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     // A key in a URL ends up in proxies' and browsers' histories: refuse it, and never log that URL.
     if (KEY_IN_URL.test(req.url)) {
       (req as { keyInUrl?: boolean }).keyInUrl = true;
-      return sendError(
+      sendError(
         reply,
         new ServiceError('key_in_url', 'An API key must never be sent in a URL. Send it only in the Authorization header, and revoke this key: it may have been exposed.'),
       );
+      return;
     }
+    done();
   });
-  app.addHook('onResponse', async (req, reply) => {
-    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
-    req.log.info({ method: req.method, url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
-  });
-  // Before any route: their hooks must reach every route registered below (the API's and MCP's).
   const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
-  if (deps.rateLimit) installRateLimits(app, { ...deps.rateLimit, clock: deps.ctx.clock, metrics });
+  const accessLog = deps.logger;
+  app.addHook('onResponse', (req, reply, done) => {
+    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
+    const ms = reply.elapsedTime;
+    accessLog.info({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);
+    done();
+  });
+  // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's). The key
+  // gate's onSend runs before idempotency's, so what is kept is what was sent.
+  installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
   installIdempotency(app, { ctx: deps.ctx, metrics });
 
   await app.register(swagger, {

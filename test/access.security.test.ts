@@ -15,7 +15,7 @@ import { adminAuth, API, expectError, secondInstance, sql } from './support/fixt
  */
 function untouchableDatabase(real: Database): { db: Database; touches: () => number } {
   let touches = 0;
-  const io = new Set<PropertyKey>(['orm', 'withSession', 'ping']);
+  const io = new Set<PropertyKey>(['orm', 'withSession', 'ping', 'prepared']);
   const trap = new Proxy(real, {
     get(target, prop, receiver) {
       if (!io.has(prop)) return Reflect.get(target, prop, receiver);

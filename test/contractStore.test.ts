@@ -20,7 +20,7 @@ describe('optimistic contract writes', () => {
     const { shopId } = await t.shopWithKey();
     const [c] = await t.seed(shopId, 1);
     const row = await readContract(t.ctx, shopId, c.id);
-    const written = await commitIfUnchanged(t.ctx.db.orm, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
+    const written = await commitIfUnchanged(t.ctx.db, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
     expect(written?.version).toBe(row.version + 1);
     const stored = await contractRow(t, c.id);
     expect(stored.version).toBe(row.version + 1);
@@ -33,7 +33,7 @@ describe('optimistic contract writes', () => {
     const [c] = await t.seed(shopId, 1);
     const row = await readContract(t.ctx, shopId, c.id);
     await sql(t, 'UPDATE subscription_contracts SET version = version + 1 WHERE id = $1', [c.id]);
-    const written = await commitIfUnchanged(t.ctx.db.orm, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
+    const written = await commitIfUnchanged(t.ctx.db, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
     expect(written).toBeNull();
     expect((await contractRow(t, c.id)).nextBillingDate).toEqual(row.nextBillingDate);
     expect(await eventRows(t, c.id)).toEqual([]);
@@ -46,7 +46,7 @@ describe('optimistic contract writes', () => {
     const other = await t.database.connectAgain();
     const release = await holdRowLock(other, c.id);
     try {
-      const written = await commitIfUnchanged(t.ctx.db.orm, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
+      const written = await commitIfUnchanged(t.ctx.db, row, planTransitions(row, skip, t.clock.now())!, t.clock.now());
       expect(written).toBeNull();
     } finally {
       await release();

@@ -154,7 +154,7 @@ describe('503 when the database cannot be reached', () => {
   let down: TestApp;
   beforeAll(async () => {
     const db = await openDatabase({ kind: 'postgres', url: 'postgres://postgres@127.0.0.1:1/x' });
-    down = await startTestApp({ database: { db, connectAgain: async () => db, url: null, schema: null, drop: () => db.close() }, clock: t.clock });
+    down = await startTestApp({ database: { db, connectAgain: async () => db, observed: async () => db, url: null, schema: null, drop: () => db.close() }, clock: t.clock });
   });
   afterAll(async () => {
     await down.close();

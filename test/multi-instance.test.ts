@@ -71,6 +71,28 @@ describe.skipIf(needsPostgres('test/multi-instance.test.ts'))('several instances
     expect((await call(a.url, path, { auth: key })).status).toBe(401);
   });
 
+  it('B refuses a revoked key it has cached whatever the request: an invalid body, an MCP tool call, a missing contract', async () => {
+    const { shopId, token } = await enterpriseShop();
+    const [contract] = await seedContracts({ ctx, input: { shopId, count: 1 } });
+    const path = `/api/v1/subscription-contracts/${contract.id}`;
+    const probes: [string, Parameters<typeof call>[2]][] = [
+      [`${path}/actions`, { body: { action: 'explode' } }],
+      ['/mcp', { body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'pause_subscription_contract', arguments: { contractId: contract.id } } } }],
+      ['/api/v1/subscription-contracts/999999999', {}],
+    ];
+    for (const [where, opts] of probes) {
+      const created = await call(a.url, '/admin/api/keys', { auth: token, body: { name: 'ci' } });
+      const key: string = created.body.secret;
+      expect((await call(b.url, path, { auth: key })).status).toBe(200);
+      expect((await call(a.url, `/admin/api/keys/${created.body.key.id}/revoke`, { method: 'POST', auth: token })).status).toBe(200);
+      const res = await call(b.url, where, { ...opts, auth: key });
+      expect(res.status, where).toBe(401);
+      expect(res.body.error).toMatchObject({ code: 'unauthorized' });
+    }
+    const [row] = await ctx.db.orm.select().from(contracts).where(eq(contracts.id, contract.id));
+    expect(row.status).toBe('ACTIVE');
+  });
+
   it('the 5-key cap holds with 20 generation requests spread over both instances', async () => {
     const { shopId, token } = await enterpriseShop();
     for (let i = 0; i < 2; i++) await generateKey({ ctx, input: { shopId, name: `existing ${i}` } });

@@ -22,6 +22,11 @@ export interface SqlRunner {
 export interface Database extends SqlRunner {
   kind: 'pglite' | 'postgres';
   orm: Orm;
+  /**
+   * One statement on any connection of the pool, as a named prepared statement on PostgreSQL (parsed and planned
+   * once per connection): for the hot statements the query builder cannot name (a CTE of raw SQL).
+   */
+  prepared<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -29,9 +34,14 @@ export interface Database extends SqlRunner {
   poolStats?(): { total: number; idle: number; waiting: number; max: number };
 }
 
+/** Sees the text of every statement the query builder runs (not its parameters): for tests that count round trips. */
+export type QueryObserver = (sql: string) => void;
+
 export type DatabaseOptions =
-  | { kind: 'pglite'; dataDir?: string; pglite?: PGlite }
-  | { kind: 'postgres'; url: string; searchPath?: string; poolSize?: number; onPoolError?: (err: Error) => void };
+  | { kind: 'pglite'; dataDir?: string; pglite?: PGlite; onQuery?: QueryObserver }
+  | { kind: 'postgres'; url: string; searchPath?: string; poolSize?: number; onPoolError?: (err: Error) => void; onQuery?: QueryObserver };
+
+const observing = (onQuery: QueryObserver | undefined) => (onQuery ? { logger: { logQuery: (sql: string) => onQuery(sql) } } : {});
 
 /**
  * Opens the database chosen by config: PGlite (embedded, one process, no fsync) or PostgreSQL (production,
@@ -52,8 +62,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     };
     return {
       kind: 'pglite',
-      orm: drizzlePglite(client, { schema }) as unknown as Orm,
+      orm: drizzlePglite(client, { schema, ...observing(opts.onQuery) }) as unknown as Orm,
       withSession: (fn) => fn(run),
+      prepared: async (_name, text, params) => {
+        opts.onQuery?.(text);
+        return (await client.query(text, params)).rows as never[];
+      },
       ping: async () => {
         await client.query('SELECT 1');
       },
@@ -83,7 +97,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let closed = false;
   return {
     kind: 'postgres',
-    orm: drizzlePg(pool, { schema }) as unknown as Orm,
+    orm: drizzlePg(pool, { schema, ...observing(opts.onQuery) }) as unknown as Orm,
+    prepared: async (name, text, params) => {
+      opts.onQuery?.(text);
+      return (await pool.query({ name, text, values: params })).rows;
+    },
     withSession: async (fn) => {
       const client = await pool.connect();
       try {

@@ -18,16 +18,20 @@ export const ErrorEnvelope = z
   })
   .meta({ id: 'Error' });
 
-export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
-  // Messages may echo what the client sent (an unknown action, an unknown field name): never echo a key.
+/** The envelope's body for `err`. Messages may echo what the client sent (an unknown action, an unknown field name): never a key. */
+export function errorBody(err: ServiceError, requestId: string): { error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } } {
   const body: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } = {
     code: err.code,
     message: scrubKeys(err.message),
-    requestId: String(reply.request.id),
+    requestId,
   };
   if (err.details?.length) body.details = err.details.map((d) => ({ path: scrubKeys(d.path), message: scrubKeys(d.message) }));
+  return { error: body };
+}
+
+export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
-  return reply.code(err.status).type('application/json; charset=utf-8').send({ error: body });
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err, String(reply.request.id)));
 }
 
 function validationDetails(err: FastifyError): ErrorDetail[] {

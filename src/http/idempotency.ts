@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { z } from 'zod';
 import { ServiceError } from '../domain/errors.js';
+import { verifyKey } from '../services/authenticateApiKey.js';
 import type { ServiceContext } from '../services/context.js';
 import {
   claimIdempotencyKey,
@@ -60,6 +61,8 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     }
     // Authentication runs first on every route that takes a key; without a shop there is nothing to scope to.
     if (!req.apiKey) return;
+    // Nothing is stored for a key that is no longer usable (its refusal is never kept, nor replayed).
+    await verifyKey({ ctx, input: req.apiKey });
     const input = {
       shopId: req.apiKey.shopId,
       key,

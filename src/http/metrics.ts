@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.js';
 import { ServiceError } from '../domain/errors.js';
-import { AuthError, type AuthFailureReason } from '../services/authenticateApiKey.js';
+import type { AuthFailureReason } from '../services/authenticateApiKey.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
@@ -117,6 +117,24 @@ export class AppMetrics {
     }
   }
 
+  private readonly perRoute = new Map<string, { count(): void; observe(seconds: number): void }>();
+
+  /** One request: its route pattern (`unmatched` when no route matched), never the URL. */
+  observeRequest(method: string, route: string | undefined, status: number, ms: number): void {
+    const id = `${method} ${route} ${status}`;
+    let series = this.perRoute.get(id);
+    if (!series) {
+      const labels = { method, route: route ?? 'unmatched', status: String(status) };
+      const counter = this.requests.labels(labels);
+      const histogram = this.duration.labels(labels);
+      series = { count: () => counter.inc(), observe: (seconds) => histogram.observe(seconds) };
+      // Bounded by the route table × methods × statuses; a client cannot add series (unmatched URLs share one).
+      this.perRoute.set(id, series);
+    }
+    series.count();
+    series.observe(ms / 1000);
+  }
+
   authFailure(reason: AuthFailureReason): void {
     this.authFailures.inc({ reason });
   }
@@ -138,15 +156,6 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
  */
 export function installMetrics(app: FastifyInstance, opts: MetricsOptions & { db?: Database }): AppMetrics {
   const metrics = new AppMetrics(opts);
-
-  app.addHook('onResponse', async (req, reply) => {
-    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    metrics.requests.inc(labels);
-    metrics.duration.observe(labels, reply.elapsedTime / 1000);
-  });
-  app.addHook('onError', async (_req, _reply, err) => {
-    if (err instanceof AuthError) metrics.authFailure(err.reason);
-  });
 
   const expected = opts.token ? digest(opts.token) : null;
   app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {

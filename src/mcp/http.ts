@@ -7,9 +7,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ServiceError } from '../domain/errors.js';
-import { apiKeyAuth } from '../http/api/v1/auth.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
+import { AuthError } from '../services/authenticateApiKey.js';
 import type { ServiceContext } from '../services/context.js';
 import { ExchangeChannel } from './exchange.js';
 import { serviceOperations } from './operations.js';
@@ -46,9 +46,9 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
   const { ctx } = opts;
   const channels = new Pool(() => ExchangeChannel.open(buildToolServer((extra) => extra?.call as ToolCallContext)));
 
-  // Authentication first, as on the API (PRODUCT §2 order): before the body is read, so an unauthenticated
-  // caller costs no parsing and learns nothing about what it sent.
-  app.post('/mcp', { schema: { hide: true }, onRequest: apiKeyAuth(ctx), preValidation: requireJsonBody }, async (req, reply) => {
+  // Authentication comes first, as on the API (the app's key gate, PRODUCT §2 order): before the body is read, so
+  // an unauthenticated caller costs no parsing and learns nothing about what it sent.
+  app.post('/mcp', { schema: { hide: true }, preValidation: requireJsonBody }, async (req, reply) => {
     const version = req.headers['mcp-protocol-version'];
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
       throw new ServiceError(
@@ -74,10 +74,16 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     if (new Set(ids).size !== ids.length) return jsonRpcError(reply, -32600, 'Invalid Request: two requests of a batch share an id.');
 
     const key = req.apiKey!;
+    // A key found revoked (or its shop without API access) by a tool's statement is an HTTP 401/403 for the whole
+    // exchange, as at connect time, not a tool result.
+    let refusal: AuthError | null = null;
     const call: ToolCallContext = {
-      ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint } }),
+      ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint }, key }),
       requestId: String(req.id),
-      toServiceError: (err) => toServiceError(err, req),
+      toServiceError: (err) => {
+        if (err instanceof AuthError) refusal = err;
+        return toServiceError(err, req);
+      },
     };
     // The key itself goes no further than the auth check (no token, no request headers): the tools get the shop
     // and the key's fingerprint.
@@ -85,6 +91,7 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
       channel.exchange(messages, { authInfo: { token: '', clientId: key.keyId, scopes: [], extra: { call } } }),
     );
 
+    if (refusal) throw refusal;
     if (responses.length === 0) return reply.code(202).send();
     if (wantsEventStream(req.headers.accept)) {
       return reply

@@ -22,12 +22,12 @@ export type ContractOperations = {
 
 /** The services, for one authenticated caller: the same functions the HTTP routes call. */
 export function serviceOperations(ctx: ServiceContext, caller: Caller): ContractOperations {
-  const { shopId } = caller;
+  const { shopId, key } = caller;
   return {
-    getContract: (contractId) => getContract({ ctx, input: { shopId, contractId } }),
-    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { shopId, status, limit, cursor } }),
+    getContract: (contractId) => getContract({ ctx, input: { shopId, contractId, key } }),
+    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { shopId, status, limit, cursor, key } }),
     actOnContract: (contractId, body) => actOnContract({ ctx, input: { ...caller, contractId, body } }),
     listContractEvents: (contractId, { limit, cursor }) =>
-      listContractEvents({ ctx, input: { shopId, contractId, limit, cursor } }),
+      listContractEvents({ ctx, input: { shopId, contractId, limit, cursor, key } }),
   };
 }

@@ -17,9 +17,9 @@ export async function actOnContract({
   const action: ContractAction = parseContractAction(input.body, now);
   const steps = [{ action, actor: input.actor }];
   // Fast path: read, apply, write with a version check — two round trips, no lock held across them.
-  const current = await readContract(ctx, input.shopId, input.contractId);
+  const current = await readContract(ctx, input.shopId, input.contractId, input.key);
   const plan = planTransitions(current, steps, now);
-  const written = plan && (await commitIfUnchanged(ctx.db.orm, current, plan, now));
+  const written = plan && (await commitIfUnchanged(ctx.db, current, plan, now));
   if (written) return toContract(written);
   // Someone wrote in between: redo it under a row lock, which serialises with every other writer.
   const row = await ctx.db.orm.transaction(async (tx) => {

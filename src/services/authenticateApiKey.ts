@@ -3,10 +3,15 @@ import type { Orm } from '../db/client.js';
 import { apiKeys, shops } from '../db/schema.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { fingerprintOf, isWellFormedKey, keyDigest } from '../domain/keys.js';
-import type { ServiceCall } from './context.js';
+import type { KeyCheck, ServiceCall, ServiceContext } from './context.js';
 import { shopApiAccess } from './shops.js';
 
-export type AuthenticatedKey = { keyId: string; shopId: string; fingerprint: string };
+/**
+ * The key a request authenticated with. `verified` says whether this request has confirmed the key's state (not
+ * revoked, the shop's plan allows the API) in the database yet: a key found in the KeyCache is not, and the
+ * request's first statement confirms it (see KeyCheck).
+ */
+export type AuthenticatedKey = KeyCheck & { shopId: string; fingerprint: string; digest: string };
 
 /** last_used_at is refreshed at most this often per key, so a busy key does not write on every request. */
 export const LAST_USED_PRECISION_MS = 60_000;
@@ -22,19 +27,36 @@ export class AuthError extends ServiceError {
   }
 }
 
-// Runs on every authenticated request: prepared once per database (no query building, no re-planning).
-const lookups = new WeakMap<Orm, ReturnType<typeof prepareLookup>>();
-function prepareLookup(orm: Orm) {
-  return orm
-    .select({ id: apiKeys.id, shopId: apiKeys.shopId, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, plan: shops.plan })
-    .from(apiKeys)
-    .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-    .where(eq(apiKeys.digest, sql.placeholder('digest')))
-    .prepare('svc_key_lookup');
+// Immutable and without a stack: one instance per reason serves every refusal.
+export const AUTH_ERRORS: Record<AuthFailureReason, AuthError> = {
+  missing: new AuthError('missing', MESSAGES.missingKey),
+  malformed: new AuthError('malformed', MESSAGES.unauthorized),
+  unknown: new AuthError('unknown', MESSAGES.unauthorized),
+  revoked: new AuthError('revoked', MESSAGES.unauthorized),
+  plan_required: new AuthError('plan_required', MESSAGES.planRequired),
+};
+
+// Run on every authenticated request: prepared once per database (no query building, no re-planning).
+const prepared = new WeakMap<Orm, ReturnType<typeof prepareLookups>>();
+function prepareLookups(orm: Orm) {
+  return {
+    byDigest: orm
+      .select({ id: apiKeys.id, shopId: apiKeys.shopId, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, plan: shops.plan })
+      .from(apiKeys)
+      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
+      .where(eq(apiKeys.digest, sql.placeholder('digest')))
+      .prepare('svc_key_lookup'),
+    stateById: orm
+      .select({ revokedAt: apiKeys.revokedAt, plan: shops.plan })
+      .from(apiKeys)
+      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
+      .where(eq(apiKeys.id, sql.placeholder('keyId')))
+      .prepare('svc_key_state'),
+  };
 }
-function keyLookup(orm: Orm) {
-  let q = lookups.get(orm);
-  if (!q) lookups.set(orm, (q = prepareLookup(orm)));
+function lookups(orm: Orm) {
+  let q = prepared.get(orm);
+  if (!q) prepared.set(orm, (q = prepareLookups(orm)));
   return q;
 }
 
@@ -46,31 +68,108 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * Checks, in the order PRODUCT §2 fixes: key shape and checksum (no I/O) → lookup by digest through the unique
- * index (unknown or revoked → 401) → the shop's plan (→ 403). The digest is compared by the index, never byte by
- * byte in code.
+ * The first checks of PRODUCT §2, without I/O: a bearer token of the key's shape with a valid checksum. Returns the
+ * key's digest, or the refusal.
  */
-export async function authenticateApiKey({
-  ctx,
-  input,
-}: ServiceCall<{ authorization: string | undefined }>): Promise<AuthenticatedKey> {
-  const raw = bearerToken(input.authorization);
-  if (raw === null) throw new AuthError(input.authorization ? 'malformed' : 'missing', input.authorization ? MESSAGES.unauthorized : MESSAGES.missingKey);
-  if (!isWellFormedKey(raw)) throw new AuthError('malformed', MESSAGES.unauthorized);
-  const digest = keyDigest(raw);
-  const [row] = await keyLookup(ctx.db.orm).execute({ digest });
-  if (!row) throw new AuthError('unknown', MESSAGES.unauthorized);
-  if (row.revokedAt) throw new AuthError('revoked', MESSAGES.unauthorized);
-  if (!shopApiAccess(ctx, row.plan).allowed) throw new AuthError('plan_required', MESSAGES.planRequired);
+export function presentedKeyDigest(authorization: string | undefined): string | AuthError {
+  const raw = bearerToken(authorization);
+  if (raw === null) return authorization ? AUTH_ERRORS.malformed : AUTH_ERRORS.missing;
+  if (!isWellFormedKey(raw)) return AUTH_ERRORS.malformed;
+  return keyDigest(raw);
+}
 
-  const now = ctx.clock.now();
-  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
-    const cutoff = new Date(now.getTime() - LAST_USED_PRECISION_MS);
-    await ctx.db.orm
-      .update(apiKeys)
-      .set({ lastUsedAt: now })
-      .where(and(eq(apiKeys.id, row.id), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, cutoff))))
-      .catch((err) => ctx.warn?.({ err }, 'could not record key last use'));
+/**
+ * The key's state as the database has it now (a row of `api_keys` joined to its shop, or none): throws the
+ * refusal PRODUCT §2 gives (unknown or revoked → 401, no API access → 403).
+ */
+export function assertKeyUsable(ctx: ServiceContext, row: { revokedAt: Date | null; plan: string } | undefined | null): void {
+  if (!row) throw AUTH_ERRORS.unknown;
+  if (row.revokedAt) throw AUTH_ERRORS.revoked;
+  if (!shopApiAccess(ctx, row.plan).allowed) throw AUTH_ERRORS.plan_required;
+}
+
+/** Confirms an unverified key with one indexed read (for operations that have no statement of their own to do it). */
+export async function verifyKey({ ctx, input }: ServiceCall<KeyCheck>): Promise<void> {
+  if (input.verified) return;
+  const [row] = await lookups(ctx.db.orm).stateById.execute({ keyId: input.keyId });
+  assertKeyUsable(ctx, row);
+  input.verified = true;
+}
+
+/** Refreshes last_used_at unless another request (on any instance) did within the last minute. */
+async function touchLastUsed(ctx: ServiceContext, keyId: string, now: Date): Promise<void> {
+  const cutoff = new Date(now.getTime() - LAST_USED_PRECISION_MS);
+  await ctx.db.orm
+    .update(apiKeys)
+    .set({ lastUsedAt: now })
+    .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, cutoff))))
+    .catch((err) => ctx.warn?.({ err }, 'could not record key last use'));
+}
+
+type CachedKey = { keyId: string; shopId: string; fingerprint: string; lastUsedAt: number };
+
+/**
+ * digest → key id, shop id and fingerprint: what never changes for a key, so this cache can never be stale on
+ * anything that decides access. Whether the key is revoked and whether its shop's plan allows the API are NOT
+ * cached: the request's own first statement reads them (KeyCheck), so a key revoked on any instance is refused by
+ * every instance on its very next request, with no invalidation messages to lose. A hit saves the lookup's round
+ * trip. Only keys that existed are cached (unknown keys never enter it), bounded, oldest first out.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, CachedKey>();
+  constructor(private readonly maxEntries = 10_000) {}
+
+  get size(): number {
+    return this.entries.size;
   }
-  return { keyId: row.id, shopId: row.shopId, fingerprint: fingerprintOf(digest) };
+
+  remember(digest: string, key: Omit<CachedKey, 'lastUsedAt'>, lastUsedAt: number): void {
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(digest, { ...key, lastUsedAt });
+  }
+
+  forget(digest: string): void {
+    this.entries.delete(digest);
+  }
+
+  /** The key for `digest` if cached (unverified), refreshing last_used_at when this instance last did a minute ago. */
+  async find(ctx: ServiceContext, digest: string): Promise<AuthenticatedKey | null> {
+    const hit = this.entries.get(digest);
+    if (!hit) return null;
+    const now = ctx.clock.now();
+    if (now.getTime() - hit.lastUsedAt >= LAST_USED_PRECISION_MS) {
+      hit.lastUsedAt = now.getTime();
+      await touchLastUsed(ctx, hit.keyId, now);
+    }
+    return { keyId: hit.keyId, shopId: hit.shopId, fingerprint: hit.fingerprint, digest, verified: false };
+  }
+}
+
+/**
+ * Looks a well-formed key's digest up through the unique index (unknown or revoked → 401) and checks the shop's
+ * plan (→ 403): a verified key. The digest is compared by the index, never byte by byte in code.
+ */
+export async function lookupKey({ ctx, input }: ServiceCall<{ digest: string; cache?: KeyCache }>): Promise<AuthenticatedKey> {
+  const { digest } = input;
+  const [row] = await lookups(ctx.db.orm).byDigest.execute({ digest });
+  assertKeyUsable(ctx, row);
+  const now = ctx.clock.now();
+  let lastUsedAt = row.lastUsedAt?.getTime() ?? -Infinity;
+  if (now.getTime() - lastUsedAt >= LAST_USED_PRECISION_MS) {
+    await touchLastUsed(ctx, row.id, now);
+    lastUsedAt = now.getTime();
+  }
+  const key = { keyId: row.id, shopId: row.shopId, fingerprint: fingerprintOf(digest) };
+  input.cache?.remember(digest, key, lastUsedAt);
+  return { ...key, digest, verified: true };
+}
+
+/**
+ * Checks, in the order PRODUCT §2 fixes: key shape and checksum (no I/O) → lookup by digest (unknown or revoked →
+ * 401) → the shop's plan (→ 403). Without a cache: every call reads the database.
+ */
+export async function authenticateApiKey({ ctx, input }: ServiceCall<{ authorization: string | undefined }>): Promise<AuthenticatedKey> {
+  const digest = presentedKeyDigest(input.authorization);
+  if (digest instanceof AuthError) throw digest;
+  return lookupKey({ ctx, input: { digest } });
 }

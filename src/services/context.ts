@@ -14,7 +14,15 @@ export type ServiceContext = {
   warn?: (obj: object, msg: string) => void;
 };
 
+/**
+ * The API key a request came with, when the service must confirm it. A key served from the process's cache
+ * (KeyCache: ids only) has not been checked against the database by this request (`verified: false`): the service
+ * confirms it with its first statement (joined to the data it reads, so it costs no extra round trip), throws the
+ * AuthError if the key was revoked or the shop lost API access meanwhile, and sets `verified`.
+ */
+export type KeyCheck = { keyId: string; verified: boolean };
+
 /** Who is acting on a shop's data: the authenticated caller of a shop-scoped service. */
-export type Caller = { shopId: string; actor: Actor };
+export type Caller = { shopId: string; actor: Actor; key?: KeyCheck };
 
 export type ServiceCall<I> = { ctx: ServiceContext; input: I };

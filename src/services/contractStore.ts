@@ -1,11 +1,12 @@
 import { and, eq, sql } from 'drizzle-orm';
-import type { Orm } from '../db/client.js';
-import { contractEvents, contracts, type ContractRow } from '../db/schema.js';
+import type { Database, Orm } from '../db/client.js';
+import { apiKeys, contractEvents, contracts, shops, type ContractRow } from '../db/schema.js';
 import type { ContractAction } from '../domain/actions.js';
 import { applyAction, isResumeDue, type ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import type { Actor } from '../domain/resources.js';
-import type { ServiceContext } from './context.js';
+import { assertKeyUsable } from './authenticateApiKey.js';
+import type { KeyCheck, ServiceContext } from './context.js';
 
 /** Shared by the contract services: loading within the shop's scope and writing a transition with its event. */
 
@@ -34,6 +35,14 @@ function prepareReads(orm: Orm) {
       .from(contracts)
       .where(and(eq(contracts.id, sql.placeholder('id')), eq(contracts.shopId, sql.placeholder('shopId'))))
       .prepare('svc_read_contract'),
+    // The same read, confirming the caller's key in the same statement: one round trip authenticates and reads.
+    contractAsKey: orm
+      .select({ revokedAt: apiKeys.revokedAt, plan: shops.plan, contract: contracts })
+      .from(apiKeys)
+      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
+      .leftJoin(contracts, and(eq(contracts.id, sql.placeholder('id')), eq(contracts.shopId, apiKeys.shopId)))
+      .where(eq(apiKeys.id, sql.placeholder('keyId')))
+      .prepare('svc_read_contract_as_key'),
   };
 }
 export function reads(orm: Orm) {
@@ -42,9 +51,21 @@ export function reads(orm: Orm) {
   return p;
 }
 
-/** Loads a contract of the shop without a lock, or throws not_found. */
-export async function readContract(ctx: ServiceContext, shopId: string, id: string): Promise<ContractRow> {
-  const [row] = await reads(ctx.db.orm).contract.execute({ id, shopId });
+/**
+ * Loads a contract of the shop without a lock, or throws not_found. With an unverified key (KeyCheck), the same
+ * statement confirms the key first (AuthError when it is no longer usable).
+ */
+export async function readContract(ctx: ServiceContext, shopId: string, id: string, key?: KeyCheck): Promise<ContractRow> {
+  let row: ContractRow | null | undefined;
+  if (key && !key.verified) {
+    const [joined] = await reads(ctx.db.orm).contractAsKey.execute({ id, keyId: key.keyId });
+    assertKeyUsable(ctx, joined);
+    key.verified = true;
+    // The key's shop is the caller's shop: the cache that gave shopId holds only what never changes of a key.
+    row = joined.contract;
+  } else {
+    [row] = await reads(ctx.db.orm).contract.execute({ id, shopId });
+  }
   if (!row) throw new ServiceError('not_found', MESSAGES.contractNotFound);
   return row;
 }
@@ -115,13 +136,39 @@ export async function writeTransitions(tx: Executor, row: ContractRow, steps: St
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+// NOWAIT: this statement never waits on another writer's row lock (that writer goes first; we retry under a lock).
+// So it runs in microseconds, and a client that vanishes mid-request leaves the same tiny window as a COMMIT does:
+// no action is applied long after its caller got 503. Prepared by name: parsed and planned once per connection.
+const COMMIT_IF_UNCHANGED = `
+    WITH locked AS (
+      SELECT id FROM subscription_contracts WHERE id = $1::bigint AND version = $2::integer
+         FOR UPDATE NOWAIT
+    ), updated AS (
+      UPDATE subscription_contracts
+         SET status = $3::text, next_billing_date = $4::timestamptz,
+             paused_at = $5::timestamptz, resume_at = $6::timestamptz,
+             cancelled_at = $7::timestamptz, cancellation_reason = $8::text,
+             updated_at = $9::timestamptz, version = version + 1
+        FROM locked WHERE subscription_contracts.id = locked.id
+       RETURNING subscription_contracts.id, subscription_contracts.shop_id, subscription_contracts.version
+    ), inserted AS (
+      INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data)
+      SELECT u.id, u.shop_id, e.type, e.at, e.actor_type, e.actor_key_fingerprint, e.from_status, e.to_status, e.data
+        FROM updated u,
+             ROWS FROM (jsonb_to_recordset($10::jsonb) AS (type text, at timestamptz, actor_type text,
+               actor_key_fingerprint text, from_status text, to_status text, data jsonb)) WITH ORDINALITY
+               AS e(type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, ord)
+       ORDER BY e.ord
+    )
+    SELECT version FROM updated`;
+
 /**
  * Writes a planned change in ONE statement, only if nobody changed the contract since `row` was read (same
  * version): the update and its events commit together, or neither does. Returns the new row, or null when the
  * version moved on (the caller then retries under a row lock). No explicit transaction: one round trip.
  */
 export async function commitIfUnchanged(
-  orm: Orm,
+  db: Database,
   row: ContractRow,
   plan: { state: ContractState; events: EventInsert[] },
   now: Date,
@@ -136,40 +183,23 @@ export async function commitIfUnchanged(
     to_status: e.toStatus,
     data: e.data,
   }));
-  // NOWAIT: this statement never waits on another writer's row lock (that writer goes first; we retry under a
-  // lock). So it runs in microseconds, and a client that vanishes mid-request leaves the same tiny window as a
-  // COMMIT does: no action is applied long after its caller got 503.
-  const result = await orm
-    .execute(
-      sql`
-    WITH locked AS (
-      SELECT id FROM subscription_contracts WHERE id = ${row.id}::bigint AND version = ${row.version}::integer
-         FOR UPDATE NOWAIT
-    ), updated AS (
-      UPDATE subscription_contracts
-         SET status = ${st.status}, next_billing_date = ${iso(st.nextBillingDate)}::timestamptz,
-             paused_at = ${iso(st.pausedAt)}::timestamptz, resume_at = ${iso(st.resumeAt)}::timestamptz,
-             cancelled_at = ${iso(st.cancelledAt)}::timestamptz, cancellation_reason = ${st.cancellationReason}::text,
-             updated_at = ${now.toISOString()}::timestamptz, version = version + 1
-        FROM locked WHERE subscription_contracts.id = locked.id
-       RETURNING subscription_contracts.id, subscription_contracts.shop_id, subscription_contracts.version
-    ), inserted AS (
-      INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data)
-      SELECT u.id, u.shop_id, e.type, e.at, e.actor_type, e.actor_key_fingerprint, e.from_status, e.to_status, e.data
-        FROM updated u,
-             ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (type text, at timestamptz, actor_type text,
-               actor_key_fingerprint text, from_status text, to_status text, data jsonb)) WITH ORDINALITY
-               AS e(type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, ord)
-       ORDER BY e.ord
-    )
-    SELECT version FROM updated`,
-    )
-    .catch((err) => {
-      if (hasCode(err, '55P03')) return null; // lock_not_available: another writer holds the row
-      throw err;
-    });
-  const rows = (result as unknown as { rows: { version: number }[] } | null)?.rows ?? [];
-  if (rows.length === 0) return null;
+  const params = [
+    row.id,
+    row.version,
+    st.status,
+    iso(st.nextBillingDate),
+    iso(st.pausedAt),
+    iso(st.resumeAt),
+    iso(st.cancelledAt),
+    st.cancellationReason,
+    now.toISOString(),
+    JSON.stringify(events),
+  ];
+  const rows = await db.prepared<{ version: number }>('svc_commit_if_unchanged', COMMIT_IF_UNCHANGED, params).catch((err) => {
+    if (hasCode(err, '55P03')) return null; // lock_not_available: another writer holds the row
+    throw err;
+  });
+  if (!rows || rows.length === 0) return null;
   return { ...row, ...stateColumns(st, now), version: Number(rows[0].version) };
 }
 

@@ -1,7 +1,7 @@
 import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import { contractEvents } from '../db/schema.js';
 import { toContractEvent, type ContractEvent } from '../domain/resources.js';
-import type { ServiceCall } from './context.js';
+import type { KeyCheck, ServiceCall } from './context.js';
 import { getContract } from './getContract.js';
 import { decodeCursor, encodeCursor } from './listContracts.js';
 
@@ -9,7 +9,7 @@ import { decodeCursor, encodeCursor } from './listContracts.js';
 export async function listContractEvents({
   ctx,
   input,
-}: ServiceCall<{ shopId: string; contractId: string; limit?: number; cursor?: string }>): Promise<{
+}: ServiceCall<{ shopId: string; contractId: string; limit?: number; cursor?: string; key?: KeyCheck }>): Promise<{
   events: ContractEvent[];
   nextCursor: string | null;
 }> {

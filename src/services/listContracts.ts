@@ -3,7 +3,8 @@ import { contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
 import { invalidRequest } from '../domain/errors.js';
 import { toContract, type Contract } from '../domain/resources.js';
-import type { ServiceCall, ServiceContext } from './context.js';
+import { verifyKey } from './authenticateApiKey.js';
+import type { KeyCheck, ServiceCall, ServiceContext } from './context.js';
 import { resumeDueContracts } from './resumeDueContracts.js';
 
 /** Cursors are opaque to clients: the last id of the page, base64url-encoded. */
@@ -33,10 +34,11 @@ export async function resumeDueForShop(ctx: ServiceContext, shopId: string): Pro
 export async function listContracts({
   ctx,
   input,
-}: ServiceCall<{ shopId: string; status?: ContractStatus; limit?: number; cursor?: string }>): Promise<{
+}: ServiceCall<{ shopId: string; status?: ContractStatus; limit?: number; cursor?: string; key?: KeyCheck }>): Promise<{
   contracts: Contract[];
   nextCursor: string | null;
 }> {
+  if (input.key) await verifyKey({ ctx, input: input.key });
   const limit = input.limit ?? 50;
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   await resumeDueForShop(ctx, input.shopId);

@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { inject } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/client.js';
+import { openDatabase, type Database, type QueryObserver } from '../../src/db/client.js';
 import { migrate } from '../../src/db/migrate.js';
 
 export type TestDatabase = {
   db: Database;
   /** Another connection pool to the same database (PostgreSQL: a second "instance"); PGlite returns the same. */
   connectAgain(): Promise<Database>;
+  /** The same database through a Database that reports every statement its query builder runs (closed by drop). */
+  observed(onQuery: QueryObserver): Promise<Database>;
   /** PostgreSQL URL of this test database with its schema, for child processes (null on PGlite). */
   url: string | null;
   schema: string | null;
@@ -28,8 +30,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     const admin = await openDatabase({ kind: 'postgres', url });
     await admin.withSession((run) => run(`CREATE SCHEMA ${schema}`));
     const opened: Database[] = [];
-    const connect = async () => {
-      const d = await openDatabase({ kind: 'postgres', url, searchPath: schema });
+    const connect = async (onQuery?: QueryObserver) => {
+      const d = await openDatabase({ kind: 'postgres', url, searchPath: schema, onQuery });
       opened.push(d);
       return d;
     };
@@ -39,7 +41,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     u.searchParams.set('options', `-c search_path=${schema}`);
     return {
       db,
-      connectAgain: connect,
+      connectAgain: () => connect(),
+      observed: (onQuery) => connect(onQuery),
       url: u.toString(),
       schema,
       drop: async () => {
@@ -52,5 +55,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const template = readFileSync(inject('pgliteTemplate'));
   const pg = await PGlite.create({ loadDataDir: new Blob([template]) });
   const db = await openDatabase({ kind: 'pglite', pglite: pg });
-  return { db, connectAgain: async () => db, url: null, schema: null, drop: () => db.close() };
+  return {
+    db,
+    connectAgain: async () => db,
+    // The same PGlite instance: closing this one must not close the shared database.
+    observed: async (onQuery) => ({ ...(await openDatabase({ kind: 'pglite', pglite: pg, onQuery })), close: async () => {} }),
+    url: null,
+    schema: null,
+    drop: () => db.close(),
+  };
 }

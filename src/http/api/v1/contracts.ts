@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { actOnContract } from '../../../services/actOnContract.js';
+import type { AuthenticatedKey } from '../../../services/authenticateApiKey.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { getContract } from '../../../services/getContract.js';
 import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
-import { apiKeyAuth } from './auth.js';
 import {
   actionErrors,
   authErrors,
@@ -26,12 +26,12 @@ const security = [{ bearerAuth: [] }];
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  // Authentication runs first (PRODUCT §2 order: key → plan → … → the operation), before the body is read or
-  // any input is validated: an unauthenticated caller learns nothing and costs no parsing.
-  r.addHook('onRequest', apiKeyAuth(ctx));
-  const caller = (key: { shopId: string; fingerprint: string }) => ({
+  // Authentication runs first, in the app's key gate (PRODUCT §2 order: key → plan → … → the operation), before
+  // the body is read or any input is validated. Each service gets the key to confirm in its first statement.
+  const caller = (key: AuthenticatedKey) => ({
     shopId: key.shopId,
     actor: { type: 'api_key' as const, keyFingerprint: key.fingerprint },
+    key,
   });
 
   r.get('/subscription-contracts', {
@@ -43,7 +43,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       querystring: ListContractsQuery,
       response: { 200: ContractListResponse, ...authErrors },
     },
-    handler: async (req) => listContracts({ ctx, input: { shopId: req.apiKey!.shopId, ...req.query } }),
+    handler: async (req) => listContracts({ ctx, input: { shopId: req.apiKey!.shopId, key: req.apiKey, ...req.query } }),
   });
 
   r.get('/subscription-contracts/:contract_id', {
@@ -55,7 +55,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       response: { 200: ContractResponse, ...readErrors },
     },
     handler: async (req) => ({
-      contract: await getContract({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id } }),
+      contract: await getContract({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id, key: req.apiKey } }),
     }),
   });
 
@@ -70,7 +70,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       response: { 200: EventListResponse, ...readErrors },
     },
     handler: async (req) =>
-      listContractEvents({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id, ...req.query } }),
+      listContractEvents({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id, key: req.apiKey, ...req.query } }),
   });
 
   r.post('/subscription-contracts/:contract_id/actions', {
