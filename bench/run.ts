@@ -4,9 +4,11 @@
  * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario for BENCH_SECONDS
  * (default 10) at 50 connections, alternating with the baseline. The last line printed is one JSON object.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -31,23 +33,38 @@ const PROFILE_DIR = process.env.BENCH_PROFILE;
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (name: string) => !ONLY || ONLY.includes(name);
 
-function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ child: ChildProcess; url: string }> {
+/** A port nobody listens on now: the child is told to use it, then asked until it answers (at any LOG_LEVEL). */
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    const onData = (b: Buffer) => {
-      out += b.toString();
-      const m = /listening (http:\/\/\S+)/.exec(out) ?? /"address":"(http:\/\/[^"]+)"/.exec(out) ?? /Server listening at (http:\/\/\S+?)"/.exec(out);
-      if (m) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve({ child, url: m[1].replace(/"$/, '') });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (b) => process.stderr.write(b));
-    child.on('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out.slice(-500)}`)));
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
   });
+}
+
+async function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], readyPath = '/healthz'): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // Compiled JavaScript runs as `npm start` runs it; TypeScript (the baseline) through tsx.
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let exited: Error | null = null;
+  child.stderr!.on('data', (b) => process.stderr.write(b));
+  child.on('exit', (code) => (exited = new Error(`${script} exited with ${code}`)));
+  for (let i = 0; i < 300; i++) {
+    if (exited) throw exited;
+    const ok = await fetch(url + readyPath).then((r) => r.ok, () => false);
+    if (ok) return { child, url };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${script} did not answer on ${url}${readyPath} within 30 s`);
 }
 
 function peakRssMb(pid: number): number {
@@ -58,9 +75,44 @@ function peakRssMb(pid: number): number {
 
 const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0 };
 
+/** CPU time (user + system, ms) used so far by one process, or by every process whose command starts with `name`. */
+function cpuMs(which: { pid: number } | { name: string }): number {
+  const read = (pid: string) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      return 0;
+    }
+  };
+  if ('pid' in which) return read(String(which.pid));
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(which.name)) total += read(pid);
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}
+
+// The CPU each request costs the server and the database: steadier than requests per second on a shared machine.
+let svcPid = 0;
+let basePid = 0;
+let baseUrl = '';
+
 async function run(name: string, opts: autocannon.Options, key?: string): Promise<Result> {
   if (key && !wanted(key)) return SKIPPED;
+  const target = baseUrl && String(opts.url).startsWith(baseUrl) ? basePid : svcPid;
+  const svcBefore = target ? cpuMs({ pid: target }) : 0;
+  const pgBefore = cpuMs({ name: 'postgres' });
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
+  const served = r.requests.total || 1;
+  const svcUs = target ? Math.round(((cpuMs({ pid: target }) - svcBefore) * 1000) / served) : 0;
+  const pgUs = Math.round(((cpuMs({ name: 'postgres' }) - pgBefore) * 1000) / served);
   const res = {
     rps: Math.round(r.requests.average),
     p50: r.latency.p50,
@@ -68,7 +120,66 @@ async function run(name: string, opts: autocannon.Options, key?: string): Promis
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
   };
-  console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}`);
+  const cpu = `  cpu/req: ${target === basePid ? 'baseline' : 'svc'} ${svcUs} µs, postgres ${pgUs} µs`;
+  console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}${cpu}`);
+  return res;
+}
+
+/**
+ * Latency at a steady rate: one request every 1000/rate ms, open loop (a request is sent when it is due whether or
+ * not earlier ones have been answered), latency measured from when it was due, so a stall counts against every
+ * request it delays. Not autocannon's `overallRate`: that lets each connection send its share of the second back to
+ * back at the start of every second, which measures a burst of `rate` requests once a second.
+ */
+async function steadyRate(
+  name: string,
+  key: string,
+  rate: number,
+  next: () => { method: 'GET' | 'POST'; url: string; body?: string; done?: (status: number) => void },
+  headers: Record<string, string>,
+): Promise<Result> {
+  if (!wanted(key)) return SKIPPED;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  const interval = 1000 / rate;
+  const total = Math.round(rate * SECONDS);
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  const send = (due: number) =>
+    new Promise<void>((resolve) => {
+      const r = next();
+      const req = http.request(r.url, { method: r.method, agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - due);
+          if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
+          r.done?.(res.statusCode!);
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(r.body);
+    });
+  for (let i = 0; i < total; i++) {
+    const due = start + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait - 0.5));
+    while (performance.now() < due) {
+      // the last half millisecond: spin, timers are not that precise
+    }
+    inFlight.push(send(due));
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
+  const res = { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx };
+  console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}  (steady, open loop)`);
   return res;
 }
 
@@ -76,8 +187,7 @@ async function main() {
   const cleanups: (() => Promise<void> | void)[] = [];
   const env: NodeJS.ProcessEnv = {
     HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info', // as in production: one access line per request
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', // as in production: one access line per request
     // The benchmark measures throughput, not the limiter: both limits are raised for this run only.
     RATE_LIMIT_PER_MINUTE: '100000000',
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000000',
@@ -112,12 +222,19 @@ async function main() {
   const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);
   await db.close();
 
-  const svc = await startChild('src/main.ts', env, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
-  const base = await startChild('bench/baseline.ts', { PORT: '0' });
+  // As `npm start` does: compile, then run the JavaScript with node.
+  const built = spawnSync(process.execPath, ['scripts/build-server.mjs'], { cwd: root, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
+  const svc = await startChild('dist/main.js', env, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  svcPid = svc.child.pid!;
+  const base = await startChild('bench/baseline.ts', {}, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`] : [], '/echo/1');
+  basePid = base.child.pid!;
+  baseUrl = base.url;
   cleanups.unshift(() => {
     svc.child.kill('SIGTERM');
     base.child.kill('SIGTERM');
   });
+  console.log('rate limits raised for this run only (RATE_LIMIT_PER_MINUTE and AUTH_FAILURE_LIMIT_PER_MINUTE = 100,000,000): this measures throughput, not the limiter');
   console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; ${SECONDS}s per scenario at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
 
   const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
@@ -150,7 +267,7 @@ async function main() {
   const unknown = newRawKey();
 
   const results: Record<string, Result> = {};
-  results.baselineGet1 = await run('baseline GET', { url: `${base.url}/echo/1` }, 'baseline');
+  results.baselineGet1 = await run('baseline GET', { url: `${base.url}/echo/1` });
   results.get = await run('svc GET contract', { url: svc.url, headers: auth, requests: [getReq] }, 'get');
   results.baselinePost1 = await run('baseline POST', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
   results.action = await run('svc pause/resume', { url: svc.url, headers: auth, requests: [actionReq] }, 'action');
@@ -172,9 +289,33 @@ async function main() {
       },
     ],
   }, 'mcp');
-  const fixedGet = await run(`svc GET at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [getReq], overallRate: FIXED_RATE, connections: 50 }, 'fixedGet');
-  slice = 0;
-  const fixedAction = await run(`svc action at ${FIXED_RATE}/s`, { url: svc.url, headers: auth, requests: [actionReq], overallRate: FIXED_RATE, connections: 50 }, 'fixedAction');
+  // Steady 500 requests/s: GETs of random contracts, then pause/resume actions (never two at once on one contract).
+  const fixedGet = await steadyRate(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
+  const paused = new Set<string>();
+  const busy = new Set<string>();
+  const fixedAction = await steadyRate(
+    `svc action at ${FIXED_RATE}/s`,
+    'fixedAction',
+    FIXED_RATE,
+    () => {
+      // A contract not being acted on; when a server that cannot keep up has most of them queued, any contract
+      // (a rare 409 then counts as non-2xx).
+      let id = randomId();
+      for (let tries = 0; busy.has(id) && tries < 20; tries++) id = randomId();
+      busy.add(id);
+      const pausing = !paused.has(id);
+      return {
+        method: 'POST',
+        url: `${svc.url}/api/v1/subscription-contracts/${id}/actions`,
+        body: pausing ? '{"action":"pause"}' : '{"action":"resume"}',
+        done: (status) => {
+          busy.delete(id);
+          if (status === 200) (pausing ? paused.add(id) : paused.delete(id));
+        },
+      };
+    },
+    auth,
+  );
   const rss = peakRssMb(svc.child.pid!);
 
   const baseGet = Math.max(results.baselineGet1.rps, results.baselineGet2.rps);
