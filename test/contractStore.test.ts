@@ -39,6 +39,22 @@ describe('optimistic contract writes', () => {
     expect(await eventRows(t, c.id)).toEqual([]);
   });
 
+  it('two writes computed from one version in one batch: the first is written, the second gives way', async () => {
+    const { shopId } = await t.shopWithKey();
+    const [c, d] = await t.seed(shopId, 2);
+    const [row, rowD] = await Promise.all([readContract(t.ctx, shopId, c.id), readContract(t.ctx, shopId, d.id)]);
+    const now = t.clock.now();
+    const results = await Promise.all([
+      commitIfUnchanged(t.ctx.db, row, planTransitions(row, skip, now)!, now),
+      commitIfUnchanged(t.ctx.db, row, planTransitions(row, skip, now)!, now),
+      commitIfUnchanged(t.ctx.db, rowD, planTransitions(rowD, skip, now)!, now),
+    ]);
+    expect(results.map((r) => r?.version ?? null)).toEqual([row.version + 1, null, rowD.version + 1]);
+    expect((await contractRow(t, c.id)).version).toBe(row.version + 1);
+    expect(await eventRows(t, c.id)).toHaveLength(1);
+    expect(await eventRows(t, d.id)).toHaveLength(1);
+  });
+
   it.skipIf(!onPostgres())('does not wait for another writer\'s row lock: gives way at once (PostgreSQL)', async () => {
     const { shopId } = await t.shopWithKey();
     const [c] = await t.seed(shopId, 1);

@@ -16,7 +16,6 @@ import {
   startServer,
   stopAllServers,
   type HttpResult,
-  type ServerProcess,
 } from './support/processes.js';
 import { startTcpProxy, viaPort, type TcpProxy } from './support/tcpProxy.js';
 

@@ -127,7 +127,7 @@ describe('with rate limits', () => {
 });
 
 describe('what the cache saves', () => {
-  it('a known key\'s GET of a contract is one statement, and its action two (read, write)', async () => {
+  it('a known key\'s GET of a contract is one statement, its action two (read, write), and concurrent requests share them', async () => {
     const statements: string[] = [];
     const observed = await t.database.observed((text) => statements.push(text));
     const app = await startTestApp({ database: { ...t.database, db: observed }, clock: t.clock });
@@ -136,19 +136,33 @@ describe('what the cache saves', () => {
       const [c] = await t.seed(s.shopId, 1);
       // First use on this instance: the key is looked up by its digest (and its last use recorded).
       expect((await app.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) })).statusCode).toBe(200);
-      expect(statements.filter((q) => /where "api_keys"\."digest" = \$1/.test(q))).toHaveLength(1);
+      expect(statements.filter((q) => /JOIN api_keys k ON k\.digest = q\.digest/.test(q))).toHaveLength(1);
       statements.length = 0;
       const get = await app.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) });
       expect(get.statusCode).toBe(200);
       expect(get.json().contract.id).toBe(c.id);
       expect(statements).toHaveLength(1);
-      expect(statements[0]).toMatch(/from "api_keys".*left join "subscription_contracts"/s);
+      expect(statements[0]).toMatch(/JOIN api_keys k.*LEFT JOIN subscription_contracts c/s);
 
       statements.length = 0;
       const act = await app.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'pause' } });
       expect(act.statusCode).toBe(200);
       expect(act.json().contract.status).toBe('PAUSED');
       expect(statements).toHaveLength(2);
+
+      // Concurrent requests share statements: 20 GETs are one, 20 actions on 20 contracts one read and one write.
+      const many = await t.seed(s.shopId, 20);
+      statements.length = 0;
+      const gets = await Promise.all(many.map((m) => app.inject({ url: `${API}/${m.id}`, headers: bearer(s.key) })));
+      expect(gets.map((g) => g.json().contract.id)).toEqual(many.map((m) => m.id));
+      expect(statements).toHaveLength(1);
+      statements.length = 0;
+      const acts = await Promise.all(
+        many.map((m) => app.inject({ method: 'POST', url: `${API}/${m.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'skip' } })),
+      );
+      expect(acts.map((a) => a.statusCode)).toEqual(many.map(() => 200));
+      expect(statements).toHaveLength(2);
+      for (const m of many) expect((await eventRows(t, m.id)).map((e) => e.type)).toEqual(['contract.skipped']);
     } finally {
       await app.close();
       await observed.close();

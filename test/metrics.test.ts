@@ -158,6 +158,20 @@ describe('GET /metrics', () => {
     }
   });
 
+  it('counts the hot statements and the callers they served: concurrent GETs share one statement', async () => {
+    const s = await t.shopWithKey();
+    // Two at once (this app allows a shop 3 requests a minute), after a first that makes the key known.
+    const contracts = await t.seed(s.shopId, 2);
+    await t.inject({ url: `${API}/${contracts[0].id}`, headers: bearer(s.key) });
+    const before = (await scrape()).samples;
+    const gets = await Promise.all(contracts.map((c) => t.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) })));
+    expect(gets.map((g) => g.statusCode)).toEqual(contracts.map(() => 200));
+    const { samples } = await scrape();
+    const delta = (name: string) => value(samples, name, { statement: 'contractsAsKeys' }) - value(before, name, { statement: 'contractsAsKeys' });
+    expect(delta('svc_db_batched_statements_total')).toBe(1);
+    expect(delta('svc_db_batched_inputs_total')).toBe(2);
+  });
+
   it('includes the Node process metrics', async () => {
     const { samples } = await scrape();
     expect(value(samples, 'process_cpu_seconds_total')).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import type { Database } from '../db/client.js';
 import { ServiceError } from '../domain/errors.js';
 import type { AuthFailureReason } from '../services/authenticateApiKey.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
+import { hotStatements } from '../services/hotStatements.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
 
@@ -97,6 +98,24 @@ export class AppMetrics {
           this.set(scheduler().lastLagMs / 1000);
         },
       });
+    }
+
+    const db = opts.db;
+    if (db) {
+      // Each hot statement runs once per batch of concurrent callers: inputs / statements is the mean batch size.
+      const batchTotal = (name: string, help: string, read: (s: { batches: number; inputs: number }) => number) =>
+        new Counter({
+          name,
+          help,
+          labelNames: ['statement'],
+          registers,
+          collect() {
+            this.reset();
+            for (const [statement, b] of Object.entries(hotStatements(db))) this.inc({ statement }, read(b.stats));
+          },
+        });
+      batchTotal('svc_db_batched_statements_total', 'Hot statements run, each for a batch of concurrent callers.', (s) => s.batches);
+      batchTotal('svc_db_batched_inputs_total', 'Callers served by the hot statements (divide by statements for the batch size).', (s) => s.inputs);
     }
 
     const pool = opts.db?.poolStats ? () => opts.db!.poolStats!() : null;

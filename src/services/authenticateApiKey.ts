@@ -1,9 +1,9 @@
-import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
-import type { Orm } from '../db/client.js';
-import { apiKeys, shops } from '../db/schema.js';
+import { and, eq, isNull, lt, or } from 'drizzle-orm';
+import { apiKeys } from '../db/schema.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { fingerprintOf, isWellFormedKey, keyDigest } from '../domain/keys.js';
 import type { KeyCheck, ServiceCall, ServiceContext } from './context.js';
+import { hotStatements } from './hotStatements.js';
 import { shopApiAccess } from './shops.js';
 
 /**
@@ -36,30 +36,6 @@ export const AUTH_ERRORS: Record<AuthFailureReason, AuthError> = {
   plan_required: new AuthError('plan_required', MESSAGES.planRequired),
 };
 
-// Run on every authenticated request: prepared once per database (no query building, no re-planning).
-const prepared = new WeakMap<Orm, ReturnType<typeof prepareLookups>>();
-function prepareLookups(orm: Orm) {
-  return {
-    byDigest: orm
-      .select({ id: apiKeys.id, shopId: apiKeys.shopId, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, plan: shops.plan })
-      .from(apiKeys)
-      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-      .where(eq(apiKeys.digest, sql.placeholder('digest')))
-      .prepare('svc_key_lookup'),
-    stateById: orm
-      .select({ revokedAt: apiKeys.revokedAt, plan: shops.plan })
-      .from(apiKeys)
-      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-      .where(eq(apiKeys.id, sql.placeholder('keyId')))
-      .prepare('svc_key_state'),
-  };
-}
-function lookups(orm: Orm) {
-  let q = prepared.get(orm);
-  if (!q) prepared.set(orm, (q = prepareLookups(orm)));
-  return q;
-}
-
 /** The key out of an `Authorization: Bearer <key>` header, or null. */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -91,8 +67,7 @@ export function assertKeyUsable(ctx: ServiceContext, row: { revokedAt: Date | nu
 /** Confirms an unverified key with one indexed read (for operations that have no statement of their own to do it). */
 export async function verifyKey({ ctx, input }: ServiceCall<KeyCheck>): Promise<void> {
   if (input.verified) return;
-  const [row] = await lookups(ctx.db.orm).stateById.execute({ keyId: input.keyId });
-  assertKeyUsable(ctx, row);
+  assertKeyUsable(ctx, await hotStatements(ctx.db).keyStates.load(input.keyId));
   input.verified = true;
 }
 
@@ -151,15 +126,15 @@ export class KeyCache {
  */
 export async function lookupKey({ ctx, input }: ServiceCall<{ digest: string; cache?: KeyCache }>): Promise<AuthenticatedKey> {
   const { digest } = input;
-  const [row] = await lookups(ctx.db.orm).byDigest.execute({ digest });
+  const row = await hotStatements(ctx.db).keysByDigest.load(digest);
   assertKeyUsable(ctx, row);
   const now = ctx.clock.now();
-  let lastUsedAt = row.lastUsedAt?.getTime() ?? -Infinity;
+  let lastUsedAt = row!.lastUsedAt?.getTime() ?? -Infinity;
   if (now.getTime() - lastUsedAt >= LAST_USED_PRECISION_MS) {
-    await touchLastUsed(ctx, row.id, now);
+    await touchLastUsed(ctx, row!.keyId, now);
     lastUsedAt = now.getTime();
   }
-  const key = { keyId: row.id, shopId: row.shopId, fingerprint: fingerprintOf(digest) };
+  const key = { keyId: row!.keyId, shopId: row!.shopId, fingerprint: fingerprintOf(digest) };
   input.cache?.remember(digest, key, lastUsedAt);
   return { ...key, digest, verified: true };
 }

@@ -1,12 +1,13 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Database, Orm } from '../db/client.js';
-import { apiKeys, contractEvents, contracts, shops, type ContractRow } from '../db/schema.js';
+import { contractEvents, contracts, type ContractRow } from '../db/schema.js';
 import type { ContractAction } from '../domain/actions.js';
 import { applyAction, isResumeDue, type ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import type { Actor } from '../domain/resources.js';
 import { assertKeyUsable } from './authenticateApiKey.js';
 import type { KeyCheck, ServiceContext } from './context.js';
+import { hotStatements } from './hotStatements.js';
 
 /** Shared by the contract services: loading within the shop's scope and writing a transition with its event. */
 
@@ -24,47 +25,19 @@ export type Executor = Orm | Tx;
 export const SCHEDULER: Actor = { type: 'scheduler' };
 
 /**
- * Prepared once per database: the hot reads skip query building in JS and parse/plan in PostgreSQL (named
- * statements, cached per connection by the driver).
- */
-const prepared = new WeakMap<Orm, ReturnType<typeof prepareReads>>();
-function prepareReads(orm: Orm) {
-  return {
-    contract: orm
-      .select()
-      .from(contracts)
-      .where(and(eq(contracts.id, sql.placeholder('id')), eq(contracts.shopId, sql.placeholder('shopId'))))
-      .prepare('svc_read_contract'),
-    // The same read, confirming the caller's key in the same statement: one round trip authenticates and reads.
-    contractAsKey: orm
-      .select({ revokedAt: apiKeys.revokedAt, plan: shops.plan, contract: contracts })
-      .from(apiKeys)
-      .innerJoin(shops, eq(shops.id, apiKeys.shopId))
-      .leftJoin(contracts, and(eq(contracts.id, sql.placeholder('id')), eq(contracts.shopId, apiKeys.shopId)))
-      .where(eq(apiKeys.id, sql.placeholder('keyId')))
-      .prepare('svc_read_contract_as_key'),
-  };
-}
-export function reads(orm: Orm) {
-  let p = prepared.get(orm);
-  if (!p) prepared.set(orm, (p = prepareReads(orm)));
-  return p;
-}
-
-/**
- * Loads a contract of the shop without a lock, or throws not_found. With an unverified key (KeyCheck), the same
- * statement confirms the key first (AuthError when it is no longer usable).
+ * Loads a contract of the shop without a lock, or throws not_found. With a key (KeyCheck), the same statement
+ * confirms the key (AuthError when it is no longer usable) and looks the contract up in the key's own shop.
  */
 export async function readContract(ctx: ServiceContext, shopId: string, id: string, key?: KeyCheck): Promise<ContractRow> {
+  const statements = hotStatements(ctx.db);
   let row: ContractRow | null | undefined;
-  if (key && !key.verified) {
-    const [joined] = await reads(ctx.db.orm).contractAsKey.execute({ id, keyId: key.keyId });
+  if (key) {
+    const joined = await statements.contractsAsKeys.load({ keyId: key.keyId, contractId: id });
     assertKeyUsable(ctx, joined);
     key.verified = true;
-    // The key's shop is the caller's shop: the cache that gave shopId holds only what never changes of a key.
-    row = joined.contract;
+    row = joined!.contract;
   } else {
-    [row] = await reads(ctx.db.orm).contract.execute({ id, shopId });
+    row = await statements.contractsOfShops.load({ shopId, contractId: id });
   }
   if (!row) throw new ServiceError('not_found', MESSAGES.contractNotFound);
   return row;
@@ -134,38 +107,11 @@ export async function writeTransitions(tx: Executor, row: ContractRow, steps: St
   return updated;
 }
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-// NOWAIT: this statement never waits on another writer's row lock (that writer goes first; we retry under a lock).
-// So it runs in microseconds, and a client that vanishes mid-request leaves the same tiny window as a COMMIT does:
-// no action is applied long after its caller got 503. Prepared by name: parsed and planned once per connection.
-const COMMIT_IF_UNCHANGED = `
-    WITH locked AS (
-      SELECT id FROM subscription_contracts WHERE id = $1::bigint AND version = $2::integer
-         FOR UPDATE NOWAIT
-    ), updated AS (
-      UPDATE subscription_contracts
-         SET status = $3::text, next_billing_date = $4::timestamptz,
-             paused_at = $5::timestamptz, resume_at = $6::timestamptz,
-             cancelled_at = $7::timestamptz, cancellation_reason = $8::text,
-             updated_at = $9::timestamptz, version = version + 1
-        FROM locked WHERE subscription_contracts.id = locked.id
-       RETURNING subscription_contracts.id, subscription_contracts.shop_id, subscription_contracts.version
-    ), inserted AS (
-      INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data)
-      SELECT u.id, u.shop_id, e.type, e.at, e.actor_type, e.actor_key_fingerprint, e.from_status, e.to_status, e.data
-        FROM updated u,
-             ROWS FROM (jsonb_to_recordset($10::jsonb) AS (type text, at timestamptz, actor_type text,
-               actor_key_fingerprint text, from_status text, to_status text, data jsonb)) WITH ORDINALITY
-               AS e(type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, ord)
-       ORDER BY e.ord
-    )
-    SELECT version FROM updated`;
-
 /**
- * Writes a planned change in ONE statement, only if nobody changed the contract since `row` was read (same
- * version): the update and its events commit together, or neither does. Returns the new row, or null when the
- * version moved on (the caller then retries under a row lock). No explicit transaction: one round trip.
+ * Writes a planned change only if nobody changed the contract since `row` was read (same version): the update and
+ * its events commit together, or neither does, in one statement (batched with concurrent callers' writes). Returns
+ * the new row, or null when the version moved on or another writer holds the row (the caller then retries under a
+ * row lock).
  */
 export async function commitIfUnchanged(
   db: Database,
@@ -173,37 +119,21 @@ export async function commitIfUnchanged(
   plan: { state: ContractState; events: EventInsert[] },
   now: Date,
 ): Promise<ContractRow | null> {
-  const st = plan.state;
-  const events = plan.events.map((e) => ({
-    type: e.type,
-    at: now.toISOString(),
-    actor_type: e.actorType,
-    actor_key_fingerprint: e.actorKeyFingerprint ?? null,
-    from_status: e.fromStatus,
-    to_status: e.toStatus,
-    data: e.data,
-  }));
-  const params = [
-    row.id,
-    row.version,
-    st.status,
-    iso(st.nextBillingDate),
-    iso(st.pausedAt),
-    iso(st.resumeAt),
-    iso(st.cancelledAt),
-    st.cancellationReason,
-    now.toISOString(),
-    JSON.stringify(events),
-  ];
-  const rows = await db.prepared<{ version: number }>('svc_commit_if_unchanged', COMMIT_IF_UNCHANGED, params).catch((err) => {
-    if (hasCode(err, '55P03')) return null; // lock_not_available: another writer holds the row
-    throw err;
+  const version = await hotStatements(db).commitsIfUnchanged.load({
+    id: row.id,
+    version: row.version,
+    state: plan.state,
+    updatedAt: now,
+    events: plan.events.map((e) => ({
+      type: e.type,
+      at: now,
+      actorType: e.actorType,
+      actorKeyFingerprint: e.actorKeyFingerprint ?? null,
+      fromStatus: e.fromStatus,
+      toStatus: e.toStatus,
+      data: e.data,
+    })),
   });
-  if (!rows || rows.length === 0) return null;
-  return { ...row, ...stateColumns(st, now), version: Number(rows[0].version) };
-}
-
-function hasCode(err: unknown, code: string): boolean {
-  for (let e: any = err, depth = 0; e && depth < 5; e = e.cause, depth++) if (e.code === code) return true;
-  return false;
+  if (version === null) return null;
+  return { ...row, ...stateColumns(plan.state, now), version };
 }
