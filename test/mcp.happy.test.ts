@@ -160,6 +160,26 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
     expect(await note.text()).toBe('');
   });
 
+  it('a plain tools/call (run directly) and one the SDK server runs (it carries _meta) get the same answers', async () => {
+    const [c] = await t.seed(shop.shopId, 1);
+    const cases: [string, object][] = [
+      ['get_subscription_contract', { contractId: c.id }],
+      ['get_subscription_contract', { contractId: '999999999' }], // not_found
+      ['get_subscription_contract', { contractId: 'x', colour: 1 }], // invalid_request with details
+      ['list_contract_events', { contractId: c.id }],
+    ];
+    for (const [name, args] of cases) {
+      const plain = callBody(name, args, 'p');
+      const viaSdk = { ...plain, params: { ...plain.params, _meta: {} } };
+      const [a, b] = await Promise.all([plain, viaSdk].map((body) => rawPost(base, body, bearer(shop.key)).then(async (r) => ({ status: r.status, body: await r.json() }))));
+      expect(a.status).toBe(200);
+      expect(b.status).toBe(200);
+      // The error envelope's requestId is each exchange's own; everything else is the same.
+      const strip = (x: any) => JSON.parse(JSON.stringify(x).replace(/\\"requestId\\":\\"[^\\"]*\\"/g, ''));
+      expect(strip(a.body), name).toEqual(strip(b.body));
+    }
+  });
+
   it('keeps concurrent clients apart: same JSON-RPC ids, different shops, each gets its own contract', async () => {
     const shops = await Promise.all([t.shopWithKey(), t.shopWithKey()]);
     const contracts = await Promise.all(shops.map((s) => insertContract(t, s.shopId)));

@@ -3,6 +3,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   isInitializeRequest,
   isJSONRPCRequest,
+  type CallToolResult,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -14,7 +15,7 @@ import type { ServiceContext } from '../services/context.js';
 import { ExchangeChannel } from './exchange.js';
 import { serviceOperations } from './operations.js';
 import { Pool } from './pool.js';
-import { buildToolServer, type ToolCallContext } from './server.js';
+import { buildToolServer, callTool, hasTool, type ToolCallContext } from './server.js';
 
 // A batch is one request for the rate limit: kept small so it cannot multiply the shop's budget by much. Batches left
 // the protocol in 2025-06-18 and clients do not send them; older protocol versions may.
@@ -25,6 +26,41 @@ function wantsEventStream(accept: string | undefined): boolean {
   if (!accept) return false;
   const a = accept.toLowerCase();
   return a.includes('text/event-stream') && !/application\/json|application\/\*|\*\/\*/.test(a);
+}
+
+/**
+ * The message nearly every exchange carries, one `tools/call` of one of our tools, when it is plainly well formed:
+ * exactly the keys the SDK's schemas allow and nothing optional (no `_meta`, no task). It is run directly, by the
+ * same `callTool` the SDK server calls, with the result the SDK server would send; the SDK's per-message machinery
+ * (the request's schemas checked again, an AbortController, the result checked against its own schema, the
+ * channel) was most of the MCP cost of a call (bench/mcp.ts). Anything else goes through the SDK server.
+ */
+function directToolCall(body: unknown): { id: string | number; name: string; args: unknown } | null {
+  if (!isPlainObject(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return null;
+  for (const k in body) if (k !== 'jsonrpc' && k !== 'id' && k !== 'method' && k !== 'params') return null;
+  const { id, params } = body;
+  if (typeof id !== 'string' && !Number.isInteger(id)) return null;
+  if (!isPlainObject(params)) return null;
+  for (const k in params) if (k !== 'name' && k !== 'arguments') return null;
+  const { name, arguments: args } = params;
+  if (typeof name !== 'string' || !hasTool(name) || (args !== undefined && !isPlainObject(args))) return null;
+  return { id: id as string | number, name, args };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * A tools/call response as JSON. A successful result's text block is the JSON of its structuredContent (toolSuccess),
+ * so that JSON is written once and used for both, instead of serialising the contract twice.
+ */
+function toolCallResponseJson(id: string | number, result: CallToolResult): string {
+  const text = result.content[0]?.type === 'text' ? result.content[0].text : undefined;
+  if (result.isError || !result.structuredContent || result.content.length !== 1 || text === undefined) {
+    return JSON.stringify({ jsonrpc: '2.0', id, result });
+  }
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}}`;
 }
 
 function jsonRpcError(reply: FastifyReply, code: number, message: string): FastifyReply {
@@ -56,6 +92,26 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
         `Unsupported MCP-Protocol-Version "${String(version).slice(0, 40)}". Supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.`,
       );
     }
+    const key = req.apiKey!;
+    // A key found revoked (or its shop without API access) by a tool's statement is an HTTP 401/403 for the whole
+    // exchange, as at connect time, not a tool result.
+    let refusal: AuthError | null = null;
+    const call: ToolCallContext = {
+      ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint }, key }),
+      requestId: String(req.id),
+      toServiceError: (err) => {
+        if (err instanceof AuthError) refusal = err;
+        return toServiceError(err, req);
+      },
+    };
+
+    const direct = directToolCall(req.body);
+    if (direct) {
+      const result = await callTool(direct.name, direct.args, call);
+      if (refusal) throw refusal;
+      return sendResponses(reply, req.headers.accept, [toolCallResponseJson(direct.id, result)], false);
+    }
+
     const batch = Array.isArray(req.body);
     const raw: unknown[] = batch ? (req.body as unknown[]) : [req.body];
     if (raw.length === 0 || raw.length > MAX_BATCH) {
@@ -73,18 +129,6 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     const ids = messages.filter(isJSONRPCRequest).map((m) => m.id);
     if (new Set(ids).size !== ids.length) return jsonRpcError(reply, -32600, 'Invalid Request: two requests of a batch share an id.');
 
-    const key = req.apiKey!;
-    // A key found revoked (or its shop without API access) by a tool's statement is an HTTP 401/403 for the whole
-    // exchange, as at connect time, not a tool result.
-    let refusal: AuthError | null = null;
-    const call: ToolCallContext = {
-      ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint }, key }),
-      requestId: String(req.id),
-      toServiceError: (err) => {
-        if (err instanceof AuthError) refusal = err;
-        return toServiceError(err, req);
-      },
-    };
     // The key itself goes no further than the auth check (no token, no request headers): the tools get the shop
     // and the key's fingerprint.
     const responses = await channels.use((channel) =>
@@ -93,13 +137,21 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
 
     if (refusal) throw refusal;
     if (responses.length === 0) return reply.code(202).send();
-    if (wantsEventStream(req.headers.accept)) {
-      return reply
-        .code(200)
-        .header('cache-control', 'no-cache')
-        .type('text/event-stream')
-        .send(responses.map((r) => `event: message\ndata: ${JSON.stringify(r)}\n\n`).join(''));
-    }
-    return reply.code(200).type('application/json').send(batch ? responses : responses[0]);
+    return sendResponses(reply, req.headers.accept, responses.map((r) => JSON.stringify(r)), batch);
   });
+}
+
+/** Responses (each already JSON) as one JSON body, or as an event stream for a client that accepts only that. */
+function sendResponses(reply: FastifyReply, accept: string | undefined, responses: string[], batch: boolean): FastifyReply {
+  if (wantsEventStream(accept)) {
+    return reply
+      .code(200)
+      .header('cache-control', 'no-cache')
+      .type('text/event-stream')
+      .send(responses.map((r) => `event: message\ndata: ${r}\n\n`).join(''));
+  }
+  return reply
+    .code(200)
+    .type('application/json')
+    .send(batch ? `[${responses.join(',')}]` : responses[0]);
 }

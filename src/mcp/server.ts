@@ -59,6 +59,8 @@ export const TOOL_LIST: { tools: Tool[] } = {
 
 const BY_NAME = new Map<string, ToolDefinition>(TOOLS.map((t) => [t.name, t]));
 
+export const hasTool = (name: string): boolean => BY_NAME.has(name);
+
 export function toolSuccess(data: Record<string, unknown>): CallToolResult {
   // Structured output for clients that read it, and the same JSON as text for those that do not.
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
