@@ -29,7 +29,8 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 
 type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
 
-// BENCH_PROFILE=dir writes a CPU profile of the svc process; BENCH_ONLY=get,action,… runs only those scenarios.
+// BENCH_PROFILE=dir writes a CPU profile of the svc process; BENCH_ONLY=get,action,… runs only those scenarios;
+// BENCH_NODE_ARGS passes node options to svc.
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (name: string) => !ONLY || ONLY.includes(name);
@@ -237,7 +238,15 @@ async function main() {
   // As `npm start` does: compile, then run the JavaScript with node.
   const built = spawnSync(process.execPath, ['scripts/build-server.mjs'], { cwd: root, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('npm run build failed');
-  const svc = await startChild('dist/main.js', env, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  // BENCH_NODE_ARGS: extra node options for svc alone (V8 heap sizes, say), to compare settings.
+  // The node options `npm start` uses (package.json config.node_args), then BENCH_NODE_ARGS, which win.
+  const startArgs: string = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).config.node_args;
+  const nodeArgs = [
+    ...startArgs.split(' '),
+    ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+  ];
+  const svc = await startChild('dist/main.js', env, nodeArgs);
   svcPid = svc.child.pid!;
   const base = await startChild('bench/baseline.ts', {}, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`] : [], '/echo/1');
   basePid = base.child.pid!;

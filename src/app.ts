@@ -12,7 +12,7 @@ import { contractRoutes } from './http/api/v1/contracts.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
-import { scrubKeys } from './http/logging.js';
+import { accessLogWriter, scrubKeys } from './http/logging.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
@@ -75,11 +75,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
-  const accessLog = deps.logger;
+  const accessLog = accessLogWriter(deps.logger);
   app.addHook('onResponse', (req, reply, done) => {
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     const ms = reply.elapsedTime;
-    accessLog.info({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });
     metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);
     done();
   });

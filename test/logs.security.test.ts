@@ -109,3 +109,31 @@ describe('an authorization value is censored wherever a log call puts it', () =>
     expect(parsed[3].upstream).toEqual({ authorization: '[REDACTED]', status: 200 });
   });
 });
+
+describe('the access log', () => {
+  it('one JSON line per response, in pino\'s shape, with the request id, method, URL (escaped), status and time', async () => {
+    const before = t.logs.length;
+    const res = await t.inject({ url: `${API}/1?q="quoted"&u=%C3%A9\\x` });
+    const lines = t.logs.slice(before).map((l) => JSON.parse(l));
+    const access = lines.filter((l) => l.msg === 'request');
+    expect(access).toHaveLength(1);
+    expect(access[0]).toEqual({
+      level: 30,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      requestId: res.headers['x-request-id'],
+      method: 'GET',
+      url: `${API}/1?q=%22quoted%22&u=%C3%A9\\x`, // the backslash needs escaping in JSON
+      statusCode: 401,
+      ms: expect.any(Number),
+      msg: 'request',
+    });
+  });
+
+  it('is not written when the level is above info', async () => {
+    const { createLogger, accessLogWriter } = await import('../src/http/logging.js');
+    const lines: string[] = [];
+    const write = accessLogWriter(createLogger({ level: 'warn', sink: { write: (l) => lines.push(l) } }));
+    write({ requestId: 'r', method: 'GET', url: '/', statusCode: 200, ms: 1 });
+    expect(lines).toEqual([]);
+  });
+});

@@ -96,3 +96,30 @@ export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
     } as pino.DestinationStream,
   );
 }
+
+export type AccessEntry = { requestId: string; method: string; url: string; statusCode: number; ms: number };
+
+/**
+ * The access log: one line per response, by far the most frequent line. It is written straight to the logger's own
+ * stream (so it is scrubbed and buffered like every line) in the shape pino gives a line, `{"level":30,"time":…,
+ * "requestId","method","url","statusCode","ms","msg":"request"}`, without pino's per-call work (a fifth of what a
+ * refused request costs). Nothing when the logger's level is above info. `url` must already be free of keys.
+ */
+export function accessLogWriter(logger: Logger): (entry: AccessEntry) => void {
+  if (!logger.isLevelEnabled('info')) return () => {};
+  const stream = (logger as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
+  let lastMs = 0;
+  let time = '';
+  return (e) => {
+    const now = Date.now();
+    if (now !== lastMs) {
+      lastMs = now;
+      time = new Date(now).toISOString();
+    }
+    // requestId is our own UUID and method an HTTP token: neither needs escaping; the URL does.
+    stream.write(
+      `{"level":30,"time":"${time}","requestId":"${e.requestId}","method":"${e.method}","url":${JSON.stringify(e.url)},` +
+        `"statusCode":${e.statusCode},"ms":${Math.round(e.ms * 10) / 10},"msg":"request"}\n`,
+    );
+  };
+}

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,7 +68,7 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     ...opts.env,
   };
   delete env.TEST_DATABASE_URL;
-  const args = opts.entry === 'built' ? ['--enable-source-maps', 'dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  const args = opts.entry === 'built' ? [...startNodeArgs(), 'dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
 
@@ -237,4 +238,9 @@ export async function holdRowLock(db: Database, id: string): Promise<() => Promi
     release();
     await done;
   };
+}
+
+/** The node options `npm start` runs dist/main.js with (package.json config.node_args). */
+function startNodeArgs(): string[] {
+  return (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).config.node_args as string).split(' ');
 }
