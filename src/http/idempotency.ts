@@ -6,8 +6,10 @@ import type { ServiceContext } from '../services/context.js';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
+  idempotencyKeyDigest,
   releaseIdempotencyKey,
   requestFingerprint,
+  type AtomicCompletion,
 } from '../services/idempotencyKeys.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
@@ -35,7 +37,20 @@ export const IdempotencyKeyHeader = z.object({
 export const takesIdempotencyKey = (route: Pick<RouteOptions, 'url' | 'method'>) =>
   route.url.startsWith('/api/v1/') && [route.method].flat().includes('POST');
 
-type Claim = { shopId: string; key: string; requestId: string };
+type Claim = { shopId: string; key: string; requestId: string; completion: AtomicCompletion<unknown> };
+
+const CLAIMS = new WeakMap<FastifyRequest, Claim>();
+
+/**
+ * For a route whose operation can record its own response (the contract actions): the claimed Idempotency-Key of
+ * this request, if any. `render` is how the route turns the operation's result into the body it sends.
+ */
+export function atomicCompletion<T>(req: FastifyRequest, render: (result: T) => unknown): AtomicCompletion<T> | undefined {
+  const claim = CLAIMS.get(req);
+  if (!claim) return undefined;
+  claim.completion.body = (result) => JSON.stringify(render(result as T));
+  return claim.completion as AtomicCompletion<T>;
+}
 
 /**
  * Wires the idempotency rules into the routes that take a key: a route-level preHandler, after authentication and
@@ -47,7 +62,7 @@ type Claim = { shopId: string; key: string; requestId: string };
  */
 export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics }): void {
   const { ctx, metrics } = opts;
-  const claims = new WeakMap<FastifyRequest, Claim>();
+  const claims = CLAIMS;
 
   const claim = async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'POST') return;
@@ -77,7 +92,8 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
       throw err;
     }
     if (result.kind === 'claimed') {
-      claims.set(req, input);
+      const completion = { shopId: input.shopId, keyDigest: idempotencyKeyDigest(key), requestId: input.requestId, body: () => '', recorded: false };
+      claims.set(req, { shopId: input.shopId, key, requestId: input.requestId, completion });
       metrics?.idempotency('executed');
       return;
     }
@@ -90,6 +106,8 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     const held = claims.get(req);
     if (!held) return payload;
     claims.delete(req);
+    // The operation recorded its response in the commit of its effect: nothing left to do.
+    if (held.completion.recorded && reply.statusCode === 200) return payload;
     try {
       if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: held });
       else {

@@ -1,6 +1,8 @@
 import { parseContractAction, type ContractAction } from '../domain/actions.js';
 import { toContract, type Contract } from '../domain/resources.js';
+import type { ContractRow } from '../db/schema.js';
 import type { Caller, ServiceCall } from './context.js';
+import { completeInTransaction, type AtomicCompletion } from './idempotencyKeys.js';
 import { assertContractId, commitIfUnchanged, lockContract, planTransitions, readContract, writeTransitions } from './contractStore.js';
 
 /**
@@ -11,7 +13,7 @@ import { assertContractId, commitIfUnchanged, lockContract, planTransitions, rea
 export async function actOnContract({
   ctx,
   input,
-}: ServiceCall<Caller & { contractId: string; body: unknown }>): Promise<Contract> {
+}: ServiceCall<Caller & { contractId: string; body: unknown; completion?: AtomicCompletion<Contract> }>): Promise<Contract> {
   assertContractId(input.contractId);
   const now = ctx.clock.now();
   const action: ContractAction = parseContractAction(input.body, now);
@@ -19,12 +21,21 @@ export async function actOnContract({
   // Fast path: read, apply, write with a version check — two round trips, no lock held across them.
   const current = await readContract(ctx, input.shopId, input.contractId, input.key);
   const plan = planTransitions(current, steps, now);
-  const written = plan && (await commitIfUnchanged(ctx.db, current, plan, now));
-  if (written) return toContract(written);
+  // A request with an Idempotency-Key has its response recorded in the commit of its effect (AtomicCompletion).
+  const c = input.completion;
+  const respond = c && ((row: ContractRow) => ({ keyDigest: c.keyDigest, requestId: c.requestId, body: c.body(toContract(row)) }));
+  const written = plan && (await commitIfUnchanged(ctx.db, current, plan, now, respond));
+  if (written) {
+    if (c) c.recorded = true;
+    return toContract(written);
+  }
   // Someone wrote in between: redo it under a row lock, which serialises with every other writer.
   const row = await ctx.db.orm.transaction(async (tx) => {
     const locked = await lockContract(tx, input.shopId, input.contractId);
-    return writeTransitions(tx, locked, steps, now);
+    const updated = await writeTransitions(tx, locked, steps, now);
+    if (c) await completeInTransaction(tx, c, c.body(toContract(updated)));
+    return updated;
   });
+  if (c) c.recorded = true;
   return toContract(row);
 }

@@ -7,7 +7,7 @@ import { MESSAGES, ServiceError } from '../domain/errors.js';
 import type { Actor } from '../domain/resources.js';
 import { assertKeyUsable } from './authenticateApiKey.js';
 import type { KeyCheck, ServiceContext } from './context.js';
-import { hotStatements } from './hotStatements.js';
+import { hotStatements, type CommitInput } from './hotStatements.js';
 
 /** Shared by the contract services: loading within the shop's scope and writing a transition with its event. */
 
@@ -118,7 +118,11 @@ export async function commitIfUnchanged(
   row: ContractRow,
   plan: { state: ContractState; events: EventInsert[] },
   now: Date,
+  /** For a request with an Idempotency-Key: the response to record in the same statement, from the written row. */
+  respond?: (written: ContractRow) => CommitInput['response'],
 ): Promise<ContractRow | null> {
+  // The row as it will be once written (the statement bumps the version by one): what the response shows.
+  const written = { ...row, ...stateColumns(plan.state, now), version: row.version + 1 };
   const version = await hotStatements(db).commitsIfUnchanged.load({
     id: row.id,
     version: row.version,
@@ -133,7 +137,7 @@ export async function commitIfUnchanged(
       toStatus: e.toStatus,
       data: e.data,
     })),
+    response: respond?.(written),
   });
-  if (version === null) return null;
-  return { ...row, ...stateColumns(plan.state, now), version };
+  return version === null ? null : written;
 }

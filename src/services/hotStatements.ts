@@ -85,6 +85,15 @@ const COMMIT_IF_UNCHANGED = `
       JOIN input i ON i.ord = e.input_ord
       JOIN updated u ON u.id = i.id
      ORDER BY e.n
+  ), completed AS (
+    -- The response of a request that came with an Idempotency-Key, kept in the same commit as its effect.
+    UPDATE idempotency_keys k
+       SET state = 'completed', status_code = 200, response_body = r.body
+      FROM unnest($19::int[], $20::text[], $21::text[], $22::text[]) AS r(input_ord, key_digest, owner_request_id, body)
+      JOIN input i ON i.ord = r.input_ord
+      JOIN updated u ON u.id = i.id
+     WHERE k.shop_id = u.shop_id AND k.key_digest = r.key_digest AND k.owner_request_id = r.owner_request_id
+       AND k.state = 'in_progress'
   )
   SELECT i.ord, u.version FROM updated u JOIN input i ON i.id = u.id`;
 
@@ -110,7 +119,22 @@ export type CommitInput = {
     toStatus: string;
     data: unknown;
   }[];
+  /** The 200 response to record for the Idempotency-Key this write answers, if it came with one. */
+  response?: { keyDigest: string; requestId: string; body: string };
 };
+
+/** The Idempotency-Key responses of a commit batch, as four parallel arrays. */
+function responseColumns(inputs: CommitInput[]): [number[], string[], string[], string[]] {
+  const cols: [number[], string[], string[], string[]] = [[], [], [], []];
+  inputs.forEach((c, i) => {
+    if (!c.response) return;
+    cols[0].push(i + 1);
+    cols[1].push(c.response.keyDigest);
+    cols[2].push(c.response.requestId);
+    cols[3].push(c.response.body);
+  });
+  return cols;
+}
 
 /** Rows of a batch back in input order, by their `ord` (1-based); undefined where no row matched. */
 function byOrd<T>(rows: (T & { ord: number })[], n: number): (T | undefined)[] {
@@ -183,6 +207,7 @@ function createHotStatements(db: Database) {
         eventColumns((e) => e.fromStatus),
         eventColumns((e) => e.toStatus),
         eventColumns((e) => JSON.stringify(e.data)),
+        ...responseColumns(inputs),
       ]);
       const out = new Array<number | null>(inputs.length).fill(null);
       for (const r of rows) out[r.ord - 1] = Number(r.version);

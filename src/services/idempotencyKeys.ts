@@ -3,6 +3,7 @@ import { and, eq, lte, or, sql } from 'drizzle-orm';
 import { idempotencyKeys } from '../db/schema.js';
 import { ServiceError } from '../domain/errors.js';
 import type { ServiceCall } from './context.js';
+import type { Executor } from './contractStore.js';
 
 /**
  * The life of an Idempotency-Key (PRODUCT §4): claim → the operation runs → complete (the response is kept for
@@ -21,6 +22,23 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LOCK_TIMEOUT_MS = 60_000;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** How an Idempotency-Key is stored: its SHA-256 (hex), never the key itself. */
+export const idempotencyKeyDigest = sha256;
+
+/**
+ * A claimed key whose operation records the response itself, in the statement (or transaction) that commits the
+ * operation's effect. So no crash between the effect and the record can leave the key claimed but unrecorded, for a
+ * retry to take over after the lock timeout and execute the request a second time. `body` renders the response the
+ * client is sent; `recorded` is set once the response is stored.
+ */
+export type AtomicCompletion<T> = {
+  shopId: string;
+  keyDigest: string;
+  requestId: string;
+  body(result: T): string;
+  recorded: boolean;
+};
 
 /** Nesting deeper than any valid body: below it keys are sorted, past it the JSON text is taken as it is. */
 const MAX_CANONICAL_DEPTH = 32;
@@ -111,10 +129,10 @@ export async function claimIdempotencyKey({ ctx, input }: ServiceCall<ClaimInput
 }
 
 type Owned = { shopId: string; key: string; requestId: string };
-const ownedBy = (input: Owned) =>
+const ownedBy = (input: { shopId: string; keyDigest: string; requestId: string }) =>
   and(
     eq(idempotencyKeys.shopId, input.shopId),
-    eq(idempotencyKeys.keyDigest, sha256(input.key)),
+    eq(idempotencyKeys.keyDigest, input.keyDigest),
     eq(idempotencyKeys.ownerRequestId, input.requestId),
     eq(idempotencyKeys.state, 'in_progress'),
   );
@@ -127,10 +145,22 @@ export async function completeIdempotencyKey({
   await ctx.db.orm
     .update(idempotencyKeys)
     .set({ state: 'completed', statusCode: input.statusCode, responseBody: input.body })
-    .where(ownedBy(input));
+    .where(ownedBy({ ...input, keyDigest: sha256(input.key) }));
+}
+
+/** Records a 200 response in the caller's transaction (see AtomicCompletion). */
+export async function completeInTransaction(
+  tx: Executor,
+  completion: Pick<AtomicCompletion<unknown>, 'shopId' | 'keyDigest' | 'requestId'>,
+  body: string,
+): Promise<void> {
+  await tx
+    .update(idempotencyKeys)
+    .set({ state: 'completed', statusCode: 200, responseBody: body })
+    .where(ownedBy(completion));
 }
 
 /** Gives the key back without keeping anything (after a 5xx), so a retry executes the request again. */
 export async function releaseIdempotencyKey({ ctx, input }: ServiceCall<Owned>): Promise<void> {
-  await ctx.db.orm.delete(idempotencyKeys).where(ownedBy(input));
+  await ctx.db.orm.delete(idempotencyKeys).where(ownedBy({ ...input, keyDigest: sha256(input.key) }));
 }

@@ -7,6 +7,8 @@ import { getContract } from '../../../services/getContract.js';
 import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
+import { atomicCompletion } from '../../idempotency.js';
+import type { Contract } from '../../../domain/resources.js';
 import {
   actionErrors,
   authErrors,
@@ -88,11 +90,10 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     // The body is validated by the service (the MCP tools share the rules): the schema above documents it.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
-    handler: async (req) => ({
-      contract: await actOnContract({
-        ctx,
-        input: { ...caller(req.apiKey!), contractId: req.params.contract_id, body: req.body },
-      }),
-    }),
+    handler: async (req) => {
+      // With an Idempotency-Key, the response is recorded in the same commit as the action (AtomicCompletion).
+      const completion = atomicCompletion(req, (contract: Contract) => ({ contract }));
+      return { contract: await actOnContract({ ctx, input: { ...caller(req.apiKey!), contractId: req.params.contract_id, body: req.body, completion } }) };
+    },
   });
 }
