@@ -46,7 +46,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
-    return503OnClosing: true,
+    // While closing, the onRequest hook below answers requests that still arrive on open connections, in the
+    // envelope (Fastify's own 503 has another body).
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     frameworkErrors,
     // Fastify also takes a hop count, which its types omit.
@@ -61,8 +63,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // The per-request work every route shares, in one onRequest and one onResponse hook (each hook is a step on
   // every request's path).
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    if (closing) {
+      // Shutting down (SIGTERM): requests in flight finish, new ones on an open connection are turned away with
+      // the connection closed, so the client retries on a fresh one (another instance, behind a load balancer).
+      reply.header('connection', 'close');
+      sendError(reply, new ServiceError('unavailable', 'This instance is shutting down. Retry the request.', { headers: { 'retry-after': '1' } }));
+      return;
+    }
     // A key in a URL ends up in proxies' and browsers' histories: refuse it, and never log that URL.
     if (KEY_IN_URL.test(req.url)) {
       (req as { keyInUrl?: boolean }).keyInUrl = true;

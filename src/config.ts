@@ -67,6 +67,20 @@ export type Config = {
 
 export class ConfigError extends Error {}
 
+/** Variables whose value is a secret: a refusal names them but never prints them. */
+const SECRET_VARIABLES = new Set(['SHOPIFY_API_SECRET', 'METRICS_TOKEN', 'SVC_API_KEY']);
+
+/**
+ * A refused value as the error message shows it: secrets not at all, connection URLs without their password, anything
+ * else as given. Such messages go to stderr and from there into process supervisors' logs.
+ */
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined || value === '') return '""';
+  if (SECRET_VARIABLES.has(name)) return `(${value.length} characters, not shown)`;
+  if (name === 'DATABASE_URL' || name === 'REDIS_URL') return JSON.stringify(value.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@'));
+  return JSON.stringify(value);
+}
+
 /**
  * Reads configuration from the environment, once, at boot. The only place that looks at process.env; a bad value
  * throws a ConfigError naming the variable.
@@ -76,7 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
       const name = String(i.path[0]);
-      return `${name}=${JSON.stringify(env[name] ?? '')} ${i.message}`;
+      return `${name}=${shown(name, env[name])} ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration: ${lines.join('; ')}`);
   }

@@ -2,7 +2,7 @@ import { buildApp } from './app.js';
 import { openConfiguredDatabase } from './boot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedDatabaseInUse } from './db/embeddedLock.js';
-import { createLogger } from './http/logging.js';
+import { createLogger, scrubSecrets } from './http/logging.js';
 import { createRateLimitStore } from './http/rateLimitStore.js';
 import { IdempotencyCleanup } from './scheduler/idempotencyCleanup.js';
 import { ResumeScheduler } from './scheduler/resumeScheduler.js';
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
       process.stderr.write(`svc: ${err.message}\n`);
       process.exit(1);
     }
-    process.stderr.write(`svc: could not open the database: ${(err as Error).message}\n`);
+    process.stderr.write(`svc: could not open the database: ${scrubSecrets((err as Error).message)}\n`);
     process.exit(1);
   }
   const ctx: ServiceContext = {
@@ -108,4 +108,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-void main();
+// Anything else that stops the start (the app credentials cannot be read or stored, say): one plain line, exit 1.
+main().catch((err: unknown) => {
+  process.stderr.write(`svc: could not start: ${scrubSecrets(err instanceof Error ? err.message : String(err))}\n`);
+  process.exit(1);
+});

@@ -9,8 +9,10 @@ import { ConfigError, loadConfig } from '../src/config.js';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 describe('loadConfig', () => {
-  it('defaults: port 3000, host 127.0.0.1, the embedded database in ./.data, no free period', () => {
+  it('defaults: port 3000, host 127.0.0.1, the embedded database in ./.data, no free period, 600 requests and 60 failed authentications a minute', () => {
     const config = loadConfig({});
+    expect(config.rateLimitPerMinute).toBe(600);
+    expect(config.authFailureLimitPerMinute).toBe(60);
     expect(config.port).toBe(3000);
     expect(config.host).toBe('127.0.0.1');
     expect(config.database).toEqual({ kind: 'pglite', dataDir: './.data' });
@@ -44,7 +46,6 @@ describe('loadConfig', () => {
     ['API_ACCESS_FREE_UNTIL', 'soon'],
     ['REDIS_URL', 'http://localhost:6379'],
     ['LOG_LEVEL', 'verbose'],
-    ['SHOPIFY_API_SECRET', 'short'],
     ['PUBLIC_URL', 'svc.example.com'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     let error: unknown;
@@ -56,6 +57,25 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toContain(name);
     expect((error as Error).message).toContain(JSON.stringify(value));
+  });
+
+  it.each([
+    ['SHOPIFY_API_SECRET', 'short', 'short'],
+    ['METRICS_TOKEN', 'tiny-token', 'tiny-token'],
+    ['DATABASE_URL', 'mysql://root:hunter2@localhost/svc', 'hunter2'],
+    ['REDIS_URL', 'http://:s3cr3t@localhost:6379', 's3cr3t'],
+  ])('names %s but never prints a secret it holds', (name, value, secret) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    try {
+      loadConfig({ [name]: value });
+    } catch (err) {
+      expect((err as Error).message).toContain(name);
+      expect((err as Error).message).not.toContain(secret);
+    }
+  });
+
+  it('shows a refused connection URL with its password masked', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://root:hunter2@localhost/svc' })).toThrow('DATABASE_URL="mysql://root:***@localhost/svc"');
   });
 
   it('reports every bad variable at once', () => {

@@ -221,3 +221,38 @@ describe('X-Request-Id', () => {
     expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
   });
 });
+
+describe('while shutting down', () => {
+  it('a request that arrives on an open connection after close() began gets 503 unavailable in the envelope, with Connection: close; the one in flight finishes', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const closing = await startTestApp({
+      database: { ...t.database, drop: async () => {} },
+      clock: t.clock,
+      extraRoutes: (app) => app.get('/test/slow', async () => (await held, { ok: true })),
+    });
+    await closing.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = closing.app.server.address() as import('node:net').AddressInfo;
+    const socket = (await import('node:net')).connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString()));
+    const ended = new Promise<void>((r) => socket.on('close', () => r()));
+    // One request in flight on a keep-alive connection...
+    socket.write('GET /test/slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 100));
+    const closed = closing.app.close();
+    // ...and the next one on the same connection once shutdown has begun.
+    socket.write(`GET ${API}/1 HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await ended;
+    await closed;
+    const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second.toLowerCase()).toContain('connection: close');
+    const requestId = /x-request-id: (\S+)/i.exec(second)![1];
+    const body = JSON.parse(second.slice(second.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ error: { code: 'unavailable', message: expect.stringContaining('shutting down'), requestId } });
+  });
+});

@@ -124,6 +124,37 @@ describe('with rate limits', () => {
       await limited.close();
     }
   });
+
+  it('a request refused for its cached key\'s plan does not count against the shop\'s limit, nor as a use of the key', async () => {
+    const limited = await startTestApp({
+      database: { ...t.database, db: other.pool },
+      clock: t.clock,
+      appDeps: { rateLimit: { perMinute: 3, authFailuresPerMinute: 100, store: new MemoryRateLimitStore(t.clock) } },
+    });
+    try {
+      const s = await t.shopWithKey();
+      const [c] = await t.seed(s.shopId, 1);
+      const get = () => limited.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) });
+      const first = await get(); // 1 of 3; the key is now cached
+      expect(first.headers['ratelimit-remaining']).toBe('2');
+      const usedAt = (await sql<{ last_used_at: Date }>(t, 'SELECT last_used_at FROM api_keys WHERE shop_id = $1', [s.shopId]))[0].last_used_at;
+
+      await setShopPlan({ ctx: t.ctx, input: { domain: s.domain, plan: 'basic' } });
+      const refused = await get();
+      expectError(refused, 403, 'plan_required');
+      // As any refused key's response: the client IP's allowance of failed authentications, not the shop's.
+      expect(refused.headers['ratelimit-limit']).toBe('100');
+
+      await setShopPlan({ ctx: t.ctx, input: { domain: s.domain, plan: 'enterprise' } });
+      expect((await get()).headers['ratelimit-remaining']).toBe('1'); // the 403 took nothing
+      expect((await get()).headers['ratelimit-remaining']).toBe('0');
+      expectError(await get(), 429, 'rate_limited');
+      const after = (await sql<{ last_used_at: Date }>(t, 'SELECT last_used_at FROM api_keys WHERE shop_id = $1', [s.shopId]))[0].last_used_at;
+      expect(after.toISOString()).toBe(usedAt.toISOString());
+    } finally {
+      await limited.close();
+    }
+  });
 });
 
 describe('what the cache saves', () => {

@@ -132,13 +132,24 @@ describe('MCP refusals: tool errors carry the API error code, HTTP errors are th
     });
   });
 
-  it('JSON that is not JSON-RPC is answered in JSON-RPC (400, -32600): the protocol layer', async () => {
+  it('JSON that is not a message the server takes is 400 invalid_request in the envelope; inside the protocol, JSON-RPC', async () => {
     const tooMany = Array.from({ length: 11 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
     const sameId = [{ jsonrpc: '2.0', id: 1, method: 'ping' }, { jsonrpc: '2.0', id: 1, method: 'tools/list' }];
-    for (const body of [{ hello: 'world' }, [], tooMany, sameId]) {
+    const initialize = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } };
+    const initInBatch = [{ jsonrpc: '2.0', id: 1, method: 'initialize', params: initialize }, { jsonrpc: '2.0', id: 2, method: 'ping' }];
+    for (const [body, says] of [
+      [{ hello: 'world' }, 'not a JSON-RPC 2.0 message'],
+      [[], 'a batch holds 1 to 10 messages'],
+      [tooMany, 'a batch holds 1 to 10 messages'],
+      [sameId, 'share an id'],
+      [initInBatch, 'initialize must be sent alone'],
+    ] as const) {
       const res = await rawPost(base, body, bearer(shop.key));
+      const envelope = await res.json();
       expect(res.status).toBe(400);
-      expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+      expect(Object.keys(envelope)).toEqual(['error']);
+      expect(envelope.error).toMatchObject({ code: 'invalid_request', requestId: res.headers.get('x-request-id') });
+      expect(envelope.error.message).toContain(says);
     }
     const unknownMethod = await rawPost(base, { jsonrpc: '2.0', id: 3, method: 'resources/list' }, bearer(shop.key));
     expect(await unknownMethod.json()).toMatchObject({ id: 3, error: { code: -32601 } });

@@ -24,6 +24,8 @@ function countingDatabase(db: Database): { db: Database; uses: () => number } {
   const wrapped = Object.create(db, {
     orm: { get: () => (uses++, db.orm) },
     withSession: { value: (fn: Parameters<Database['withSession']>[0]) => (uses++, db.withSession(fn)) },
+    // The hot statements (key lookups among them) run through prepared().
+    prepared: { value: (...args: Parameters<Database['prepared']>) => (uses++, db.prepared(...args)) },
   }) as Database;
   return { db: wrapped, uses: () => uses };
 }

@@ -17,6 +17,8 @@ import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rate
 declare module 'fastify' {
   interface FastifyRequest {
     apiKey?: AuthenticatedKey;
+    /** Takes back the unit of the shop's limit this request was counted for (set while the key is unconfirmed). */
+    refundShopLimit?: () => Promise<void>;
   }
 }
 
@@ -117,10 +119,15 @@ export function installApiKeyGate(
       cache.forget(req.apiKey.digest);
       req.apiKey = undefined;
     }
-    if (limits && (err.reason === 'unknown' || err.reason === 'revoked')) {
-      const s = await limits.failures.consume(req.ip);
-      if (s) setLimitHeaders(reply, s);
-    }
+    // A cached key is counted against its shop's limit before its statement confirms it; refused, it does not
+    // count (PRODUCT §2: the limit comes after the key and the plan), and the response shows the IP's allowance
+    // of failed lookups, as a refusal on the lookup path does.
+    const refund = req.refundShopLimit;
+    req.refundShopLimit = undefined;
+    if (refund) await refund();
+    if (!limits) return;
+    const s = err.reason === 'unknown' || err.reason === 'revoked' ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
+    if (s) setLimitHeaders(reply, s);
   };
 
   const refuse = async (req: FastifyRequest, reply: FastifyReply, err: AuthError): Promise<FastifyReply> => {
@@ -130,7 +137,7 @@ export function installApiKeyGate(
 
   const gate = async (req: FastifyRequest, reply: FastifyReply) => {
     const digest = presentedKeyDigest(req.headers.authorization);
-    let key = typeof digest === 'string' ? await cache.find(ctx, digest) : null;
+    let key = typeof digest === 'string' ? cache.find(digest) : null;
     if (!key && limits) {
       const s = await limits.failures.peek(req.ip);
       if (s) {
@@ -154,6 +161,7 @@ export function installApiKeyGate(
     if (!limits) return;
     const s = await limits.perShop.consume(key.shopId);
     if (!s) return;
+    if (!key.verified) req.refundShopLimit = s.refund;
     setLimitHeaders(reply, s);
     if (s.exceeded) {
       // A 429 says the key is good: confirm it first, as every other answer does.
@@ -172,9 +180,20 @@ export function installApiKeyGate(
   const confirmBeforeSending: onSendHookHandler = (req, reply, payload, done) => {
     const key = req.apiKey;
     // A 5xx says nothing about the key or the data (and the database it would ask is likely the trouble).
-    if (!key || key.verified || reply.statusCode >= 500) return done(null, payload);
+    if (!key || reply.statusCode >= 500) return done(null, payload);
+    if (key.verified) {
+      req.refundShopLimit = undefined;
+      const touching = cache.noteUse(ctx, key);
+      if (!touching) return done(null, payload);
+      touching.then(() => done(null, payload));
+      return;
+    }
     verifyKey({ ctx, input: key }).then(
-      () => done(null, payload),
+      async () => {
+        req.refundShopLimit = undefined;
+        await cache.noteUse(ctx, key);
+        done(null, payload);
+      },
       async (err: unknown) => {
         const refusal = err instanceof AuthError ? err : toServiceError(err, req);
         if (err instanceof AuthError) await recordRefusal(req, reply, err);

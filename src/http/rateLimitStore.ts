@@ -12,6 +12,8 @@ export interface RateLimitStore {
   increment(key: string, ttlMs: number): Promise<number>;
   /** The count of `key`, 0 when there is none. */
   get(key: string): Promise<number>;
+  /** Takes one back from `key` if it still exists (a request counted, then found not to count). */
+  decrement(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return entry && entry.expiresAt > this.clock.now().getTime() ? entry.count : 0;
   }
 
+  async decrement(key: string): Promise<void> {
+    const entry = this.counters.get(key);
+    if (entry && entry.count > 0) entry.count--;
+  }
+
   async close(): Promise<void> {
     this.counters.clear();
   }
@@ -62,7 +69,15 @@ local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`;
 
-type WithIncrement = Redis & { svcRateLimitIncrement(key: string, ttlMs: number): Promise<number> };
+// DECR only a counter that still exists and is above zero: never creates one without an expiry.
+const DECREMENT = `
+if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then return redis.call('DECR', KEYS[1]) end
+return 0`;
+
+type WithIncrement = Redis & {
+  svcRateLimitIncrement(key: string, ttlMs: number): Promise<number>;
+  svcRateLimitDecrement(key: string): Promise<number>;
+};
 
 /** Counters shared by every instance on one Redis. */
 export class RedisRateLimitStore implements RateLimitStore {
@@ -74,6 +89,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly prefix = 'svc:ratelimit:',
   ) {
     redis.defineCommand('svcRateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
+    redis.defineCommand('svcRateLimitDecrement', { numberOfKeys: 1, lua: DECREMENT });
     this.redis = redis as WithIncrement;
   }
 
@@ -83,6 +99,10 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   async get(key: string): Promise<number> {
     return Number((await this.redis.get(this.prefix + key)) ?? 0);
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.redis.svcRateLimitDecrement(this.prefix + key);
   }
 
   async close(): Promise<void> {
@@ -143,12 +163,16 @@ export class FixedWindowLimiter {
     };
   }
 
-  /** Counts one request for `subject` and says whether it is within the limit. */
-  async consume(subject: string): Promise<LimitState | null> {
+  /**
+   * Counts one request for `subject` and says whether it is within the limit. `refund` takes that request back
+   * (from the window it was counted in), for one that turns out not to count.
+   */
+  async consume(subject: string): Promise<(LimitState & { refund(): Promise<void> }) | null> {
     const w = this.window(subject);
     try {
       const count = await this.store.increment(w.key, w.ttlMs);
-      return this.state(count, w.resetSeconds, count > this.opts.limit);
+      const refund = () => this.store.decrement(w.key).catch((err: Error) => this.opts.onStoreError?.(err));
+      return { ...this.state(count, w.resetSeconds, count > this.opts.limit), refund };
     } catch (err) {
       this.opts.onStoreError?.(err as Error);
       return null;

@@ -63,8 +63,12 @@ function toolCallResponseJson(id: string | number, result: CallToolResult): stri
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}}`;
 }
 
-function jsonRpcError(reply: FastifyReply, code: number, message: string): FastifyReply {
-  return reply.code(400).type('application/json; charset=utf-8').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+/**
+ * An HTTP POST whose JSON is not a message the server can take: 400 in the service's envelope, like every HTTP-level
+ * error (PRODUCT §4). An MCP client reads a non-2xx answer as a transport error and shows its text.
+ */
+function notJsonRpc(message: string): ServiceError {
+  return new ServiceError('invalid_request', `Invalid MCP request: ${message}`);
 }
 
 /**
@@ -74,9 +78,10 @@ function jsonRpcError(reply: FastifyReply, code: number, message: string): Fasti
  *
  * Errors: everything HTTP-level is the service's envelope, like every other route — auth (401 with
  * WWW-Authenticate: Bearer, 403), wrong method (405), media type (415), size (413), unreadable JSON (400), an
- * unsupported MCP-Protocol-Version header (400). A body that is JSON but not JSON-RPC is answered in JSON-RPC
- * (`{"jsonrpc":"2.0","error":{"code":-32600,…},"id":null}`, HTTP 400), because at that point the client speaks the
- * protocol and its SDK reads protocol errors; refusals of a tool call are tool results carrying the envelope.
+ * unsupported MCP-Protocol-Version header (400), and JSON that is not a message the server takes (400
+ * invalid_request: not JSON-RPC, an empty or oversized batch, repeated ids). Inside a well-formed exchange, the
+ * protocol answers in JSON-RPC (an unknown method is -32601) and a refused tool call is a tool result carrying the
+ * envelope.
  */
 export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
@@ -115,19 +120,19 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     const batch = Array.isArray(req.body);
     const raw: unknown[] = batch ? (req.body as unknown[]) : [req.body];
     if (raw.length === 0 || raw.length > MAX_BATCH) {
-      return jsonRpcError(reply, -32600, `Invalid Request: a batch holds 1 to ${MAX_BATCH} messages.`);
+      throw notJsonRpc(`a batch holds 1 to ${MAX_BATCH} messages.`);
     }
     const messages: JSONRPCMessage[] = [];
     for (const m of raw) {
       const parsed = JSONRPCMessageSchema.safeParse(m);
-      if (!parsed.success) return jsonRpcError(reply, -32600, 'Invalid Request: the body is not a JSON-RPC 2.0 message.');
+      if (!parsed.success) throw notJsonRpc('the body is not a JSON-RPC 2.0 message.');
       messages.push(parsed.data);
     }
     if (messages.length > 1 && messages.some(isInitializeRequest)) {
-      return jsonRpcError(reply, -32600, 'Invalid Request: initialize must be sent alone.');
+      throw notJsonRpc('initialize must be sent alone.');
     }
     const ids = messages.filter(isJSONRPCRequest).map((m) => m.id);
-    if (new Set(ids).size !== ids.length) return jsonRpcError(reply, -32600, 'Invalid Request: two requests of a batch share an id.');
+    if (new Set(ids).size !== ids.length) throw notJsonRpc('two requests of a batch share an id.');
 
     // The key itself goes no further than the auth check (no token, no request headers): the tools get the shop
     // and the key's fingerprint.

@@ -98,8 +98,9 @@ export const TOOLS: readonly ToolDefinition[] = [
       ),
     }),
     output: ContractResult,
-    // Repeating the same pause leaves the contract as it was (the history notes a pause_updated event).
-    annotations: write('Pause a subscription contract', { destructive: false, idempotent: true }),
+    // Not idempotent: repeating the same pause leaves the state as it was but records another event
+    // (contract.pause_updated) in the history a client can read.
+    annotations: write('Pause a subscription contract', { destructive: false, idempotent: false }),
     run: async (ops, args) => ({
       contract: await ops.actOnContract(id(args), { action: 'pause', ...(args.resumeAt !== undefined && { resumeAt: args.resumeAt }) }),
     }),
@@ -161,7 +162,8 @@ export const TOOLS: readonly ToolDefinition[] = [
       ),
     }),
     output: ContractResult,
-    annotations: write('Reschedule the next order', { destructive: false, idempotent: true }),
+    // Not idempotent: the same date again leaves the state as it was but records another contract.rescheduled event.
+    annotations: write('Reschedule the next order', { destructive: false, idempotent: false }),
     run: async (ops, args) => ({
       contract: await ops.actOnContract(id(args), { action: 'reschedule', nextBillingDate: args.nextBillingDate }),
     }),

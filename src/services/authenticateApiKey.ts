@@ -107,16 +107,26 @@ export class KeyCache {
     this.entries.delete(digest);
   }
 
-  /** The key for `digest` if cached (unverified), refreshing last_used_at when this instance last did a minute ago. */
-  async find(ctx: ServiceContext, digest: string): Promise<AuthenticatedKey | null> {
+  /** The key for `digest` if cached: not yet verified (its request's first statement confirms it). */
+  find(digest: string): AuthenticatedKey | null {
     const hit = this.entries.get(digest);
     if (!hit) return null;
-    const now = ctx.clock.now();
-    if (now.getTime() - hit.lastUsedAt >= LAST_USED_PRECISION_MS) {
-      hit.lastUsedAt = now.getTime();
-      await touchLastUsed(ctx, hit.keyId, now);
-    }
     return { keyId: hit.keyId, shopId: hit.shopId, fingerprint: hit.fingerprint, digest, verified: false };
+  }
+
+  /**
+   * A cached key's request has confirmed it usable: refreshes last_used_at if this instance last did so a minute
+   * ago or more (a key refused for its plan is not "used", as on the lookup path). Null when there is nothing to
+   * write (nearly always), so the caller can go on without waiting.
+   */
+  noteUse(ctx: ServiceContext, key: AuthenticatedKey): Promise<void> | null {
+    const hit = this.entries.get(key.digest);
+    if (!hit || !key.verified) return null;
+    const now = ctx.clock.now();
+    if (now.getTime() - hit.lastUsedAt < LAST_USED_PRECISION_MS) return null;
+    hit.lastUsedAt = now.getTime();
+    // Never rejects: a failed write is a warning (touchLastUsed), not a failed request.
+    return touchLastUsed(ctx, hit.keyId, now);
   }
 }
 
