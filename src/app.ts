@@ -6,7 +6,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } fro
 import type { Logger } from 'pino';
 import { ServiceError } from './domain/errors.js';
 import { adminApiRoutes } from './http/admin/routes.js';
-import { installApiKeyGate, type RateLimitOptions } from './http/apiKeyGate.js';
+import { installApiKeyGate, isApiPath, type RateLimitOptions } from './http/apiKeyGate.js';
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
@@ -99,7 +99,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's). The key
   // gate's onSend runs before idempotency's, so what is kept is what was sent.
-  installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  const gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  // An unknown path or a wrong method under /api/v1 is a request of the API like any other: the key and the limit
+  // come first (a caller without a valid key learns nothing about the routes), then 404 or 405.
+  app.setNotFoundHandler(async (req, reply) => {
+    if (isApiPath(req.url) && (await gate.guardUnmatched(req, reply))) return reply;
+    return notFound(req, reply);
+  });
   installIdempotency(app, { ctx: deps.ctx, metrics });
 
   await app.register(swagger, {

@@ -34,6 +34,8 @@ const probes: Probe[] = [
   { name: 'GET a contract that does not exist', request: () => ({ url: `${API}/999999999` }) },
   { name: 'GET with an invalid contract id', request: () => ({ url: `${API}/not-a-number` }) },
   { name: 'GET with an unknown query parameter', request: () => ({ url: `${API}?colour=red` }) },
+  { name: 'GET an unknown API route', request: (id) => ({ url: `${API}/${id}/nope` }) },
+  { name: 'DELETE a contract (a method the route does not take)', request: (id) => ({ method: 'DELETE', url: `${API}/${id}` }) },
   { name: 'POST a valid action', request: (id) => ({ method: 'POST', url: `${API}/${id}/actions`, headers: json, payload: { action: 'pause' } }) },
   { name: 'POST an invalid action', request: (id) => ({ method: 'POST', url: `${API}/${id}/actions`, headers: json, payload: { action: 'explode' } }) },
   { name: 'POST without a JSON content type', request: (id) => ({ method: 'POST', url: `${API}/${id}/actions`, payload: 'action=pause' }) },

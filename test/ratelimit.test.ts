@@ -92,6 +92,22 @@ describe('per shop', () => {
     expect(limitHeaders(fresh)).toEqual({ limit: '5', remaining: '4', reset: '60' });
   });
 
+  it('an unknown API route or a wrong method is a request of the API: key first (401 without one), then 404/405 with the shop\'s headers', async () => {
+    nextWindow();
+    const s = await t.shopWithKey();
+    expectError(await t.inject({ url: `${API}/1/nope` }), 401, 'unauthorized');
+    expectError(await t.inject({ url: '/api/v1/nope', headers: bearer(newRawKey()) }), 401, 'unauthorized');
+    const unknown = await t.inject({ url: `${API}/1/nope`, headers: bearer(s.key) });
+    expectError(unknown, 404, 'not_found');
+    expect(unknown.headers['ratelimit-limit']).toBe(String(PER_SHOP));
+    expect(unknown.headers['ratelimit-remaining']).toBe(String(PER_SHOP - 1));
+    const wrongMethod = await t.inject({ method: 'DELETE', url: `${API}/1`, headers: bearer(s.key) });
+    expectError(wrongMethod, 405, 'method_not_allowed');
+    expect(wrongMethod.headers['ratelimit-remaining']).toBe(String(PER_SHOP - 2));
+    // Outside the API, nothing changes: a plain 404 without a key.
+    expectError(await t.inject({ url: '/nope' }), 404, 'not_found');
+  });
+
   it('is one budget per shop: another key of the shop shares it, another shop does not', async () => {
     nextWindow();
     const a = await t.shopWithKey();

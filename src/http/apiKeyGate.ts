@@ -38,6 +38,12 @@ export function usesApiKey(url: string | undefined): boolean {
   return url === '/mcp' || url.startsWith('/mcp/');
 }
 
+/** A request URL (query included) under the public API, its OpenAPI document excepted. */
+export function isApiPath(url: string): boolean {
+  const path = url.split('?')[0];
+  return (path === '/api/v1' || path.startsWith('/api/v1/')) && path !== '/api/v1/openapi.json';
+}
+
 /**
  * On the reply and on the raw response too: a route that hijacks the reply and writes the response itself still
  * sends them. A normal reply writes its own values over the raw ones.
@@ -92,7 +98,7 @@ function rateLimited(s: LimitState, message: string): ServiceError {
 export function installApiKeyGate(
   app: FastifyInstance,
   opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache },
-): KeyCache {
+): { cache: KeyCache; guardUnmatched(req: FastifyRequest, reply: FastifyReply): Promise<boolean> } {
   const { ctx, metrics } = opts;
   const cache = opts.cache ?? new KeyCache();
   const clock: Clock = ctx.clock;
@@ -214,5 +220,27 @@ export function installApiKeyGate(
     route.onRequest = appendHook(route.onRequest, gate);
     route.onSend = appendHook(route.onSend, confirmBeforeSending);
   });
-  return cache;
+
+  /**
+   * The gate for a request no route matched (an unknown path, a wrong method): true when it has been answered (a
+   * refusal or a 429). Otherwise the key is confirmed here, since no statement of an operation will, and the caller
+   * answers 404 or 405 with the shop's RateLimit headers.
+   */
+  const guardUnmatched = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    await gate(req, reply);
+    if (reply.sent) return true;
+    const key = req.apiKey;
+    if (!key) return false;
+    try {
+      await verifyKey({ ctx, input: key });
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      await refuse(req, reply, err);
+      return true;
+    }
+    req.refundShopLimit = undefined;
+    await cache.noteUse(ctx, key);
+    return false;
+  };
+  return { cache, guardUnmatched };
 }

@@ -87,7 +87,8 @@ export type NotFoundHandler = (req: FastifyRequest, reply: FastifyReply) => Fast
 /**
  * One error handler, a 404 that knows the route table (405 with `Allow` for a known path with the wrong method),
  * and nothing else: every error leaves as the envelope. Returns the not-found handler, so a plugin with a not-found
- * handler of its own (the admin UI's page fallback) can defer to it.
+ * handler of its own (the admin UI's page fallback) can defer to it, and the caller installs it (after whatever
+ * it composes it with).
  */
 export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   const known = FindMyWay({ ignoreTrailingSlash: false });
@@ -115,7 +116,6 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
     }
     return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${path.includes('svc_live_') ? '[redacted]' : path.slice(0, 200)}.`));
   };
-  app.setNotFoundHandler(notFound);
   return notFound;
 }
 
