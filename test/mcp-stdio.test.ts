@@ -8,8 +8,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { newRawKey } from '../src/domain/keys.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { eventRows, insertContract } from './support/fixtures.js';
+import { bearer, startTestApp, type TestApp } from './support/app.js';
+import { API, contractRow, eventRows, insertContract } from './support/fixtures.js';
 import { listen, mcpClient, toolError, toolOk } from './support/mcp.js';
 
 /** A port nothing listens on: bound, then released. */
@@ -30,12 +30,22 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
   let base: string;
   let shop: Awaited<ReturnType<TestApp['shopWithKey']>>;
 
+  /** One process launched as an IDE would, with the shop's key, shared by the tests that call tools (a launch takes seconds). */
+  let launched: ReturnType<typeof stdioClient> | undefined;
+  const shared = () => (launched ??= stdioClient({ SVC_API_KEY: shop.key, SVC_BASE_URL: base }));
+
   beforeAll(async () => {
     t = await startTestApp();
     base = await listen(t);
     shop = await t.shopWithKey();
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    try {
+      if (launched) await (await launched).client.close();
+    } finally {
+      await t.close();
+    }
+  });
 
   async function stdioClient(env: Record<string, string>) {
     const transport = new StdioClientTransport({ ...README_COMMAND, env, cwd: os.tmpdir(), stderr: 'pipe' });
@@ -53,7 +63,7 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
 
   it('lists the same tools as /mcp and runs them through the API, with the API\'s codes on refusal', async () => {
     const c = await insertContract(t, shop.shopId);
-    const { client, stderrMatching } = await stdioClient({ SVC_API_KEY: shop.key, SVC_BASE_URL: base });
+    const { client, stderrMatching } = await shared();
     const http = await mcpClient(base, shop.key);
     try {
       expect((await client.listTools()).tools).toEqual((await http.listTools()).tools);
@@ -82,9 +92,115 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
       expect(await eventRows(t, c.id)).toHaveLength(1);
       expect(await stderrMatching(/serving the svc tools on stdio/)).not.toContain(shop.key);
     } finally {
-      await client.close();
       await http.close();
     }
+  });
+
+  it('resume, cancel, skip and reschedule change the contract through the API, as the key (actor api_key)', async () => {
+    // The actions run in the API, i.e. in this process on the test app's clock (2026-11-22T10:00:00Z): the child
+    // only relays them. Dates are chosen in the future of that clock (and of the real one).
+    const now = t.clock.now().toISOString();
+    const { client } = await shared();
+    const act = async (name: string, contractId: string, args: object = {}) =>
+      toolOk(await client.callTool({ name, arguments: { contractId, ...args } })).contract;
+    /** The contract as the API reads it back now, with the key: the same as the tool's result. */
+    const viaApi = async (id: string) => {
+      const res = await t.inject({ method: 'GET', url: `${API}/${id}`, headers: bearer(shop.key) });
+      expect(res.statusCode).toBe(200);
+      return res.json().contract;
+    };
+    const asKey = { actorType: 'api_key', actorKeyFingerprint: shop.fingerprint, at: new Date(now) };
+
+    // Resume a paused contract whose next billing date has passed: ACTIVE, pause cleared, date moved to the first
+    // whole interval after now.
+    const p = await insertContract(t, shop.shopId, {
+      status: 'PAUSED',
+      pausedAt: new Date('2026-09-15T00:00:00.000Z'),
+      resumeAt: new Date('2027-01-05T00:00:00.000Z'),
+      nextBillingDate: new Date('2026-10-01T00:00:00.000Z'),
+    });
+    const resumed = await act('resume_subscription_contract', p.id);
+    expect(resumed).toMatchObject({
+      id: p.id,
+      status: 'ACTIVE',
+      pausedAt: null,
+      resumeAt: null,
+      nextBillingDate: '2026-12-01T00:00:00.000Z',
+      cancelledAt: null,
+      cancellationReason: null,
+      updatedAt: now,
+    });
+    expect(await viaApi(p.id)).toEqual(resumed);
+    expect(await contractRow(t, p.id)).toMatchObject({
+      status: 'ACTIVE',
+      pausedAt: null,
+      resumeAt: null,
+      nextBillingDate: new Date('2026-12-01T00:00:00.000Z'),
+    });
+    expect(await eventRows(t, p.id)).toMatchObject([
+      {
+        type: 'contract.resumed',
+        fromStatus: 'PAUSED',
+        toStatus: 'ACTIVE',
+        data: { previousNextBillingDate: '2026-10-01T00:00:00.000Z', nextBillingDate: '2026-12-01T00:00:00.000Z' },
+        ...asKey,
+      },
+    ]);
+
+    // Reschedule, skip, then cancel one ACTIVE contract (next billing date 2026-12-01, monthly).
+    const c = await insertContract(t, shop.shopId);
+    const rescheduled = await act('reschedule_subscription_contract', c.id, { nextBillingDate: '2027-02-10T08:30:00.5Z' });
+    expect(rescheduled).toMatchObject({ id: c.id, status: 'ACTIVE', nextBillingDate: '2027-02-10T08:30:00.500Z', updatedAt: now });
+    expect(await viaApi(c.id)).toEqual(rescheduled);
+    expect((await contractRow(t, c.id)).nextBillingDate).toEqual(new Date('2027-02-10T08:30:00.500Z'));
+
+    const skipped = await act('skip_next_order', c.id);
+    expect(skipped).toMatchObject({ id: c.id, status: 'ACTIVE', nextBillingDate: '2027-03-10T08:30:00.500Z' });
+    expect(await viaApi(c.id)).toEqual(skipped);
+    expect((await contractRow(t, c.id)).nextBillingDate).toEqual(new Date('2027-03-10T08:30:00.500Z'));
+
+    const cancelled = await act('cancel_subscription_contract', c.id, { reason: 'Moving abroad' });
+    expect(cancelled).toMatchObject({
+      id: c.id,
+      status: 'CANCELLED',
+      cancelledAt: now,
+      cancellationReason: 'Moving abroad',
+      nextBillingDate: '2027-03-10T08:30:00.500Z',
+      pausedAt: null,
+      resumeAt: null,
+    });
+    expect(await viaApi(c.id)).toEqual(cancelled);
+    expect(await contractRow(t, c.id)).toMatchObject({
+      status: 'CANCELLED',
+      cancelledAt: new Date(now),
+      cancellationReason: 'Moving abroad',
+    });
+
+    expect(await eventRows(t, c.id)).toMatchObject([
+      {
+        type: 'contract.rescheduled',
+        fromStatus: 'ACTIVE',
+        toStatus: 'ACTIVE',
+        data: { previousNextBillingDate: '2026-12-01T00:00:00.000Z', nextBillingDate: '2027-02-10T08:30:00.500Z' },
+        ...asKey,
+      },
+      {
+        type: 'contract.skipped',
+        fromStatus: 'ACTIVE',
+        toStatus: 'ACTIVE',
+        data: { previousNextBillingDate: '2027-02-10T08:30:00.500Z', nextBillingDate: '2027-03-10T08:30:00.500Z' },
+        ...asKey,
+      },
+      { type: 'contract.cancelled', fromStatus: 'ACTIVE', toStatus: 'CANCELLED', data: { reason: 'Moving abroad' }, ...asKey },
+    ]);
+    // And the history as the tool reports it, newest first.
+    const events = toolOk(await client.callTool({ name: 'list_contract_events', arguments: { contractId: c.id } }));
+    expect(events.events).toMatchObject([
+      { type: 'contract.cancelled', at: now, actor: { type: 'api_key', keyFingerprint: shop.fingerprint }, from: 'ACTIVE', to: 'CANCELLED' },
+      { type: 'contract.skipped', actor: { type: 'api_key', keyFingerprint: shop.fingerprint } },
+      { type: 'contract.rescheduled', actor: { type: 'api_key', keyFingerprint: shop.fingerprint } },
+    ]);
+    expect(events.nextCursor).toBeNull();
   });
 
   it('writes nothing but JSON-RPC on stdout and exits 0 when the client closes stdin', async () => {
