@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
 import type { ContractOperations } from './operations.js';
 
@@ -16,16 +17,32 @@ export class ApiError extends ServiceError {
 type Envelope = { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } };
 
 const TIMEOUT_MS = 30_000;
+/** Attempts per call, and the pause before each retry (doubling), for answers that say "try again". */
+const ATTEMPTS = 3;
+const RETRY_DELAY_MS = 300;
 
 /**
  * The contract operations as any client of the HTTP API performs them (what `svc mcp-stdio` runs its tools on): the
  * key in `Authorization: Bearer`, never in a URL; refusals come back as ApiErrors carrying the API's envelope.
+ *
+ * Retries, as a careful client of the API does: a request that got no answer (the server unreachable, a timeout, a
+ * cut connection) or an answer that says to come back (503 unavailable, 409 idempotency_in_progress) is sent again,
+ * up to ATTEMPTS times. An action carries an Idempotency-Key made for that tool call, the same on every attempt, so
+ * a retry after a lost answer replays the first outcome instead of acting twice (a second skip, say).
  */
-export function httpOperations(baseUrl: string, apiKey: string, fetchImpl: typeof fetch = fetch): ContractOperations & { probe(): Promise<void> } {
+export function httpOperations(
+  baseUrl: string,
+  apiKey: string,
+  fetchImpl: typeof fetch = fetch,
+  opts: { retryDelayMs?: number } = {},
+): ContractOperations & { probe(): Promise<void> } {
   const base = baseUrl.replace(/\/+$/, '');
+  const retryDelayMs = opts.retryDelayMs ?? RETRY_DELAY_MS;
 
-  async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  /** One attempt: the parsed answer, or the error it amounts to. */
+  async function attempt<T>(method: 'GET' | 'POST', path: string, body: unknown, idempotencyKey: string | undefined): Promise<T> {
     let res: Response;
+    let text: string;
     try {
       res = await fetchImpl(`${base}${path}`, {
         method,
@@ -33,16 +50,18 @@ export function httpOperations(baseUrl: string, apiKey: string, fetchImpl: typeo
           authorization: `Bearer ${apiKey}`,
           accept: 'application/json',
           ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...(idempotencyKey && { 'idempotency-key': idempotencyKey }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
+      // Inside the try: a connection cut or a timeout while the body arrives is "no answer" as well.
+      text = await res.text();
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const why = cause?.code ?? cause?.message ?? (err as Error).message;
       throw new ServiceError('unavailable', `Cannot reach the svc API at ${base} (${why}). Is the server running, and is SVC_BASE_URL right?`);
     }
-    const text = await res.text();
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -56,6 +75,19 @@ export function httpOperations(baseUrl: string, apiKey: string, fetchImpl: typeo
       throw new ApiError(e.code as ErrorCode, e.message, typeof e.requestId === 'string' ? e.requestId : '', details);
     }
     throw new ServiceError('internal_error', `Unexpected answer from ${base}${path.split('?')[0]}: HTTP ${res.status}. Is SVC_BASE_URL the svc server?`);
+  }
+
+  async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const idempotencyKey = method === 'POST' ? randomUUID() : undefined;
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt<T>(method, path, body, idempotencyKey);
+      } catch (err) {
+        const code = (err as ServiceError).code;
+        if (n >= ATTEMPTS || (code !== 'unavailable' && code !== 'idempotency_in_progress')) throw err;
+        await new Promise((r) => setTimeout(r, retryDelayMs * 2 ** (n - 1)));
+      }
+    }
   }
 
   const query = (q: Record<string, string | number | undefined>) => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
@@ -75,7 +76,9 @@ export async function runMcpStdio(
       return new ServiceError('internal_error', MESSAGES.internal);
     },
   };
-  const server = buildToolServer(() => call);
+  // Each tool call gets an id of its own for errors raised here (the API unreachable): refusals from the API keep the
+  // API's request id, the one its logs know.
+  const server = buildToolServer(() => ({ ...call, requestId: `stdio-${randomUUID()}` }));
   const transport = new StdioServerTransport(streams.stdin, streams.stdout);
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
