@@ -12,13 +12,13 @@ import type { Clock, ServiceContext } from '../services/context.js';
 import { errorBody, sendError, toServiceError } from './errors.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
-import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
+import { FixedWindowLimiter, type CountedState, type LimitState, type RateLimitStore } from './rateLimitStore.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     apiKey?: AuthenticatedKey;
-    /** Takes back the unit of the shop's limit this request was counted for (set while the key is unconfirmed). */
-    refundShopLimit?: () => Promise<void>;
+    /** The unit of the shop's limit this request was counted for, while its key is unconfirmed (refunded if refused). */
+    shopLimitCharge?: CountedState;
   }
 }
 
@@ -44,20 +44,9 @@ export function isApiPath(url: string): boolean {
   return (path === '/api/v1' || path.startsWith('/api/v1/')) && path !== '/api/v1/openapi.json';
 }
 
-/**
- * On the reply and on the raw response too: a route that hijacks the reply and writes the response itself still
- * sends them. A normal reply writes its own values over the raw ones.
- */
+/** The RateLimit-* headers of the limit that applied to this request. */
 function setLimitHeaders(reply: FastifyReply, s: LimitState): void {
-  const limit = String(s.limit);
-  const remaining = String(s.remaining);
-  const reset = String(s.resetSeconds);
-  reply.header('ratelimit-limit', limit).header('ratelimit-remaining', remaining).header('ratelimit-reset', reset);
-  if (!reply.raw.headersSent) {
-    reply.raw.setHeader('ratelimit-limit', limit);
-    reply.raw.setHeader('ratelimit-remaining', remaining);
-    reply.raw.setHeader('ratelimit-reset', reset);
-  }
+  reply.header('ratelimit-limit', String(s.limit)).header('ratelimit-remaining', String(s.remaining)).header('ratelimit-reset', String(s.resetSeconds));
 }
 
 function rateLimited(s: LimitState, message: string): ServiceError {
@@ -128,10 +117,10 @@ export function installApiKeyGate(
     // A cached key is counted against its shop's limit before its statement confirms it; refused, it does not
     // count (PRODUCT §2: the limit comes after the key and the plan), and the response shows the IP's allowance
     // of failed lookups, as a refusal on the lookup path does.
-    const refund = req.refundShopLimit;
-    req.refundShopLimit = undefined;
-    if (refund) await refund();
+    const charge = req.shopLimitCharge;
+    req.shopLimitCharge = undefined;
     if (!limits) return;
+    if (charge) await limits.perShop.refund(charge);
     const s = err.reason === 'unknown' || err.reason === 'revoked' ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
     if (s) setLimitHeaders(reply, s);
   };
@@ -167,7 +156,7 @@ export function installApiKeyGate(
     if (!limits) return;
     const s = await limits.perShop.consume(key.shopId);
     if (!s) return;
-    if (!key.verified) req.refundShopLimit = s.refund;
+    if (!key.verified) req.shopLimitCharge = s;
     setLimitHeaders(reply, s);
     if (s.exceeded) {
       // A 429 says the key is good: confirm it first, as every other answer does.
@@ -188,7 +177,7 @@ export function installApiKeyGate(
     // A 5xx says nothing about the key or the data (and the database it would ask is likely the trouble).
     if (!key || reply.statusCode >= 500) return done(null, payload);
     if (key.verified) {
-      req.refundShopLimit = undefined;
+      req.shopLimitCharge = undefined;
       const touching = cache.noteUse(ctx, key);
       if (!touching) return done(null, payload);
       touching.then(() => done(null, payload));
@@ -196,7 +185,7 @@ export function installApiKeyGate(
     }
     verifyKey({ ctx, input: key }).then(
       async () => {
-        req.refundShopLimit = undefined;
+        req.shopLimitCharge = undefined;
         await cache.noteUse(ctx, key);
         done(null, payload);
       },
@@ -238,7 +227,7 @@ export function installApiKeyGate(
       await refuse(req, reply, err);
       return true;
     }
-    req.refundShopLimit = undefined;
+    req.shopLimitCharge = undefined;
     await cache.noteUse(ctx, key);
     return false;
   };

@@ -126,6 +126,9 @@ export function connectRedis(url: string, onError: (err: Error) => void): Redis 
   return redis;
 }
 
+/** A LimitState from consume(), naming the counter it was counted on. */
+export type CountedState = LimitState & { counter: string };
+
 export type LimitState = {
   limit: number;
   /** Requests (or failures) left in the current window. */
@@ -163,20 +166,21 @@ export class FixedWindowLimiter {
     };
   }
 
-  /**
-   * Counts one request for `subject` and says whether it is within the limit. `refund` takes that request back
-   * (from the window it was counted in), for one that turns out not to count.
-   */
-  async consume(subject: string): Promise<(LimitState & { refund(): Promise<void> }) | null> {
+  /** Counts one request for `subject` and says whether it is within the limit. */
+  async consume(subject: string): Promise<CountedState | null> {
     const w = this.window(subject);
     try {
       const count = await this.store.increment(w.key, w.ttlMs);
-      const refund = () => this.store.decrement(w.key).catch((err: Error) => this.opts.onStoreError?.(err));
-      return { ...this.state(count, w.resetSeconds, count > this.opts.limit), refund };
+      return { limit: this.opts.limit, remaining: Math.max(0, this.opts.limit - count), resetSeconds: w.resetSeconds, exceeded: count > this.opts.limit, counter: w.key };
     } catch (err) {
       this.opts.onStoreError?.(err as Error);
       return null;
     }
+  }
+
+  /** Takes back a request `consume` counted (in the window it was counted in), for one that turns out not to count. */
+  async refund(counted: CountedState): Promise<void> {
+    await this.store.decrement(counted.counter).catch((err: Error) => this.opts.onStoreError?.(err));
   }
 
   /** The current state for `subject`, counting nothing. */

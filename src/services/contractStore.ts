@@ -16,7 +16,7 @@ const INT8_MAX = 9223372036854775807n;
 /** A path id the database could hold; ids past int8 cannot exist, so they are simply not found. */
 export function assertContractId(id: string): void {
   if (!/^\d{1,19}$/.test(id)) throw new ServiceError('invalid_request', 'contract_id must be a string of 1 to 19 digits.', { details: [{ path: 'contract_id', message: 'must be 1 to 19 digits' }] });
-  if (BigInt(id) > INT8_MAX) throw new ServiceError('not_found', MESSAGES.contractNotFound);
+  if (id.length === 19 && BigInt(id) > INT8_MAX) throw new ServiceError('not_found', MESSAGES.contractNotFound);
 }
 
 type Tx = Parameters<Parameters<Orm['transaction']>[0]>[0];
