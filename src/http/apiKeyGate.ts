@@ -41,7 +41,7 @@ export function usesApiKey(url: string | undefined): boolean {
 /** A request URL (query included) under the public API, its OpenAPI document excepted. */
 export function isApiPath(url: string): boolean {
   const path = url.split('?')[0];
-  return (path === '/api/v1' || path.startsWith('/api/v1/')) && path !== '/api/v1/openapi.json';
+  return path === '/api/v1' || (path.startsWith('/api/v1/') && usesApiKey(path));
 }
 
 /** The RateLimit-* headers of the limit that applied to this request. */
@@ -125,6 +125,12 @@ export function installApiKeyGate(
     if (s) setLimitHeaders(reply, s);
   };
 
+  /** The key is confirmed usable: its charge on the shop's limit stands, and it counts as used (null: nothing to write). */
+  const accepted = (req: FastifyRequest, key: AuthenticatedKey): Promise<void> | null => {
+    req.shopLimitCharge = undefined;
+    return cache.noteUse(ctx, key);
+  };
+
   const refuse = async (req: FastifyRequest, reply: FastifyReply, err: AuthError): Promise<FastifyReply> => {
     await recordRefusal(req, reply, err);
     return sendError(reply, err);
@@ -177,16 +183,14 @@ export function installApiKeyGate(
     // A 5xx says nothing about the key or the data (and the database it would ask is likely the trouble).
     if (!key || reply.statusCode >= 500) return done(null, payload);
     if (key.verified) {
-      req.shopLimitCharge = undefined;
-      const touching = cache.noteUse(ctx, key);
+      const touching = accepted(req, key);
       if (!touching) return done(null, payload);
       touching.then(() => done(null, payload));
       return;
     }
     verifyKey({ ctx, input: key }).then(
       async () => {
-        req.shopLimitCharge = undefined;
-        await cache.noteUse(ctx, key);
+        await accepted(req, key);
         done(null, payload);
       },
       async (err: unknown) => {
@@ -227,8 +231,7 @@ export function installApiKeyGate(
       await refuse(req, reply, err);
       return true;
     }
-    req.shopLimitCharge = undefined;
-    await cache.noteUse(ctx, key);
+    await accepted(req, key);
     return false;
   };
   return { cache, guardUnmatched };

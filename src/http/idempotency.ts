@@ -62,7 +62,6 @@ export function atomicCompletion<T>(req: FastifyRequest, render: (result: T) => 
  */
 export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics }): void {
   const { ctx, metrics } = opts;
-  const claims = CLAIMS;
 
   const claim = async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'POST') return;
@@ -93,7 +92,7 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     }
     if (result.kind === 'claimed') {
       const completion = { shopId: input.shopId, keyDigest: idempotencyKeyDigest(key), requestId: input.requestId, body: () => '', recorded: false };
-      claims.set(req, { shopId: input.shopId, key, requestId: input.requestId, completion });
+      CLAIMS.set(req, { shopId: input.shopId, key, requestId: input.requestId, completion });
       metrics?.idempotency('executed');
       return;
     }
@@ -103,9 +102,9 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
   };
 
   const keep = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const held = claims.get(req);
+    const held = CLAIMS.get(req);
     if (!held) return payload;
-    claims.delete(req);
+    CLAIMS.delete(req);
     // The operation recorded its response in the commit of its effect: nothing left to do.
     if (held.completion.recorded && reply.statusCode === 200) return payload;
     try {

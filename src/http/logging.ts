@@ -18,40 +18,11 @@ export function scrubSecrets(text: string): string {
 
 export type LineSink = { write(line: string): unknown };
 
-const CENSORED = '[REDACTED]';
-const censorAuthorization = (o: Record<string, unknown>) => ({ ...o, authorization: CENSORED });
-
-/**
- * An `authorization` value (API key, session token, anything) never reaches a line: at the top level of what is
- * logged, or one level down (`headers.authorization`, `req.headers.authorization`, `*.authorization`). Checks a
- * handful of keys per line, where pino's `redact` option copies every logged object; scrubSecrets still passes over
- * every line after it.
- */
-export function censorSecrets(obj: Record<string, unknown>): Record<string, unknown> {
-  let out = obj;
-  for (const k in obj) {
-    const v = obj[k];
-    if (k === 'authorization') {
-      out = out === obj ? { ...obj } : out;
-      out[k] = CENSORED;
-    } else if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const inner = v as Record<string, unknown>;
-      const headers = inner.headers as Record<string, unknown> | undefined;
-      const fixInner = 'authorization' in inner;
-      const fixHeaders = !!headers && typeof headers === 'object' && 'authorization' in headers;
-      if (!fixInner && !fixHeaders) continue;
-      let copy = fixInner ? censorAuthorization(inner) : { ...inner };
-      if (fixHeaders) copy = { ...copy, headers: censorAuthorization(headers!) };
-      out = out === obj ? { ...obj } : out;
-      out[k] = copy;
-    }
-  }
-  return out;
-}
-
 /**
  * JSON logs whose every line passes through scrubSecrets (API keys and session tokens), with any `authorization`
- * value censored as well (censorSecrets). Nothing a client sends can put a key into a log line.
+ * value censored as well (pino's redact: at the top level or one level down, `headers.authorization` included).
+ * Nothing a client sends can put a key into a log line. (The access line, the one on every request, is written
+ * without pino: accessLogWriter.)
  *
  * Standard output is written in blocks of up to 4 KiB, at least once a second, and on exit (a line per write would
  * be a system call per request); warnings and errors are written at once. A crash can lose the last second of info
@@ -76,7 +47,7 @@ export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
       level: opts.level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { log: censorSecrets },
+      redact: { paths: ['authorization', '*.authorization', 'headers.authorization', '*.headers.authorization'], censor: '[REDACTED]' },
     },
     {
       write: (line: string) => {

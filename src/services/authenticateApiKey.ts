@@ -94,10 +94,6 @@ export class KeyCache {
   private readonly entries = new Map<string, CachedKey>();
   constructor(private readonly maxEntries = 10_000) {}
 
-  get size(): number {
-    return this.entries.size;
-  }
-
   remember(digest: string, key: Omit<CachedKey, 'lastUsedAt'>, lastUsedAt: number): void {
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(digest, { ...key, lastUsedAt });
