@@ -27,10 +27,11 @@ import { migrate } from '../src/db/migrate.js';
 import { toServiceError } from '../src/http/errors.js';
 import { createLogger } from '../src/http/logging.js';
 import { serviceOperations } from '../src/mcp/operations.js';
-import { callTool, INSTRUCTIONS, SERVER_INFO } from '../src/mcp/server.js';
+import { INSTRUCTIONS, SERVER_INFO } from '../src/mcp/dispatch.js';
+import { callTool } from '../src/mcp/toolCalls.js';
 import { TOOLS } from '../src/mcp/tools.js';
 import { authenticateApiKey } from '../src/services/authenticateApiKey.js';
-import { systemClock } from '../src/services/context.js';
+import { createServiceContext, systemClock } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
@@ -62,7 +63,7 @@ async function serve(): Promise<void> {
   }
   const db = url ? await openDatabase({ kind: 'postgres', url, searchPath: schema }) : await openDatabase({ kind: 'pglite' });
   await migrate(db);
-  const ctx = { db, clock: systemClock, freeUntil: null };
+  const ctx = createServiceContext({ db, clock: systemClock, freeUntil: null });
   const logger = createLogger({ level: 'warn', sink: { write: (line: string) => process.stderr.write(line) } });
   const app = await buildApp({
     ctx,
@@ -73,7 +74,7 @@ async function serve(): Promise<void> {
         // As a naive server does: the key looked up on every request.
         const key = await authenticateApiKey({ ctx, input: { authorization: req.headers.authorization } });
         const call = {
-          ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp' as const, keyFingerprint: key.fingerprint } }),
+          ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp' as const, keyFingerprint: key.fingerprint }, access: key.access }),
           requestId: String(req.id),
           toServiceError: (err: unknown) => toServiceError(err, req),
         };

@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
 import { newRawKey } from '../src/domain/keys.js';
-import { systemClock, type ServiceContext } from '../src/services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
@@ -230,7 +230,7 @@ async function main() {
     where = 'embedded PGlite';
   }
   await migrate(db);
-  const ctx: ServiceContext = { db, clock: systemClock, freeUntil: null };
+  const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null });
   const shop = await setShopPlan({ ctx, input: { domain: 'bench.myshopify.com', plan: 'enterprise' } });
   const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
   const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { ServiceError } from './domain/errors.js';
+import { mentionsKey } from './domain/keys.js';
 import { adminApiRoutes } from './http/admin/routes.js';
-import { installApiKeyGate, isApiPath, type RateLimitOptions } from './http/apiKeyGate.js';
+import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } from './http/apiKeyGate.js';
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
@@ -14,6 +15,7 @@ import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { accessLogWriter, scrubKeys } from './http/logging.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
+import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
 import type { AppCredentials } from './services/sessionTokens.js';
@@ -36,7 +38,6 @@ export type AppDeps = {
 };
 
 export const BODY_LIMIT = 16 * 1024;
-const KEY_IN_URL = /svc(_|%5f)live(_|%5f)/i;
 
 /** Builds the HTTP application: one error handler, the public API, the admin API, docs and health. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -59,7 +60,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Responses are built by our own mappers from typed rows; the schemas are there to document them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.removeContentTypeParser('text/plain');
-  const notFound = registerErrorHandling(app);
+  // The key gate is installed below, before any route; the error handler defers to it first.
+  let gate: ApiKeyGate | undefined;
+  const notFound = registerErrorHandling(app, (req, reply, err) => (gate ? gate.beforeErrorResponse(req, reply, err) : Promise.resolve(err)));
 
   // The per-request work every route shares, in one onRequest and one onResponse hook (each hook is a step on
   // every request's path).
@@ -78,7 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return;
     }
     // A key in a URL ends up in proxies' and browsers' histories: refuse it, and never log that URL.
-    if (KEY_IN_URL.test(req.url)) {
+    if (mentionsKey(req.url)) {
       (req as { keyInUrl?: boolean }).keyInUrl = true;
       sendError(
         reply,
@@ -97,32 +100,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);
     done();
   });
-  // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's). The key
-  // gate's onSend runs before idempotency's, so what is kept is what was sent.
-  const gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's).
+  gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  const apiGate = gate;
   // An unknown path or a wrong method under /api/v1 is a request of the API like any other: the key and the limit
   // come first (a caller without a valid key learns nothing about the routes), then 404 or 405.
   app.setNotFoundHandler(async (req, reply) => {
-    if (isApiPath(req.url) && (await gate.guardUnmatched(req, reply))) return reply;
+    if (isApiPath(req.url) && (await apiGate.guardUnmatched(req, reply))) return reply;
     return notFound(req, reply);
   });
   installIdempotency(app, { ctx: deps.ctx, metrics });
 
   await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'svc subscription API',
-        version: '1.0.0',
-        description:
-          'Act on a shop\'s subscription contracts from the shop\'s own backend. Authenticate with `Authorization: Bearer <API_KEY>`; ' +
-          'keys are generated in the app\'s Settings → API screen and need the Enterprise plan.',
-      },
-      servers: deps.publicUrl ? [{ url: deps.publicUrl }] : [],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'svc_live_… API key' } } },
-    },
+    // Document-level parts (info, servers, tags) and the pruning of unused components: src/http/openapi.ts.
+    openapi: openapiDocument(deps.publicUrl),
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
 

@@ -4,10 +4,9 @@ import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedDatabaseInUse } from './db/embeddedLock.js';
 import { createLogger, scrubSecrets } from './http/logging.js';
 import { createRateLimitStore } from './http/rateLimitStore.js';
-import { IdempotencyCleanup } from './scheduler/idempotencyCleanup.js';
-import { ResumeScheduler } from './scheduler/resumeScheduler.js';
-import { systemClock, type ServiceContext } from './services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from './services/context.js';
 import { loadAppCredentials } from './services/sessionTokens.js';
+import { createWorkers } from './workers/index.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -33,15 +32,14 @@ async function main(): Promise<void> {
     process.stderr.write(`svc: could not open the database: ${scrubSecrets((err as Error).message)}\n`);
     process.exit(1);
   }
-  const ctx: ServiceContext = {
+  const ctx: ServiceContext = createServiceContext({
     db: database.db,
     clock: systemClock,
     freeUntil: config.freeUntil,
     warn: (obj, msg) => log.warn(obj, msg),
-  };
+  });
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
-  const scheduler = new ResumeScheduler(ctx, { intervalMs: config.schedulerIntervalMs, log });
-  const idempotencyCleanup = new IdempotencyCleanup(ctx, { log });
+  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, log });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,
@@ -50,7 +48,7 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     adminUi: { shopifyApiKey: config.shopifyApiKey },
     rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
-    metrics: { token: config.metricsToken, schedulerStats: () => scheduler.stats, processMetrics: true },
+    metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, processMetrics: true },
     trustProxy: config.trustProxy,
   });
 
@@ -62,10 +60,7 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(1);
   }
-  if (config.schedulerEnabled) {
-    scheduler.start();
-    idempotencyCleanup.start();
-  }
+  if (config.schedulerEnabled) workers.start();
   log.info(
     { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
     `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
@@ -84,8 +79,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     force.unref();
     try {
-      await scheduler.stop();
-      await idempotencyCleanup.stop();
+      await workers.stop();
       // close() drops connections idle at this moment only; a keep-alive connection whose request is still in
       // flight would hold it open until the client hangs up (keepAliveTimeout: over a minute), so close each one
       // as soon as its last response has gone out.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.js';
 import { newRawKey } from '../src/domain/keys.js';
 import { authenticateApiKey } from '../src/services/authenticateApiKey.js';
-import type { ServiceContext } from '../src/services/context.js';
+import { createServiceContext, type ServiceContext } from '../src/services/context.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
 import { adminAuth, API, expectError, secondInstance, sql } from './support/fixtures.js';
@@ -38,7 +38,7 @@ afterAll(() => t.close());
 describe('key syntax and checksum: refused without touching the database', () => {
   it('authenticateApiKey rejects a bad checksum with 401 and no database access', async () => {
     const { db, touches } = untouchableDatabase(t.database.db);
-    const ctx: ServiceContext = { db, clock: new TestClock(), freeUntil: null };
+    const ctx: ServiceContext = createServiceContext({ db, clock: new TestClock(), freeUntil: null });
     const { key } = await t.shopWithKey();
     for (const raw of [badChecksum(key), key.slice(0, -1), 'svc_live_short', key.replace('svc_live_', 'svc_test_')]) {
       await expect(authenticateApiKey({ ctx, input: { authorization: `Bearer ${raw}` } })).rejects.toMatchObject({ code: 'unauthorized' });

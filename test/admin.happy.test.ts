@@ -74,6 +74,7 @@ describe('admin API: shop and keys', () => {
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       name: 'backend',
       fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/),
+      access: 'read_write',
       status: 'active',
       createdAt: t.clock.now().toISOString(),
       lastUsedAt: null,
@@ -103,7 +104,7 @@ describe('admin API: shop and keys', () => {
     expect(list.keys.map((k: { name: string }) => k.name)).toEqual(['a', 'b']);
     expect(list.keys[0]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), fingerprint: a.key.fingerprint });
     expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null });
-    for (const k of list.keys) expect(Object.keys(k).sort()).toEqual(['createdAt', 'fingerprint', 'id', 'lastUsedAt', 'name', 'revokedAt', 'status']);
+    for (const k of list.keys) expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'name', 'revokedAt', 'status']);
   });
 
   it('revoke answers 200 with the revoked key; revoking again is a no-op success', async () => {

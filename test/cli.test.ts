@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { openDatabase, type Database } from '../src/db/client.js';
-import { systemClock, type ServiceContext } from '../src/services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { loadAppCredentials, verifySessionToken } from '../src/services/sessionTokens.js';
 import { uniqueShop } from './support/app.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.js';
@@ -123,7 +123,7 @@ describe('svc CLI', () => {
     expect(res.code).toBe(0);
     const token = new URLSearchParams(new URL(res.stdout).hash.slice(1)).get('token')!;
     await withCliDatabase(async (db) => {
-      const ctx: ServiceContext = { db, clock: systemClock, freeUntil: null };
+      const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null });
       const credentials = await loadAppCredentials(ctx, {});
       expect((await verifySessionToken(ctx, credentials, token)).shopDomain).toBe(shop);
       const [{ exp, iat }] = [JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())];

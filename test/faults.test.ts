@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.js';
-import { systemClock, type ServiceContext } from '../src/services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { signSessionToken } from '../src/services/sessionTokens.js';
@@ -30,7 +30,7 @@ describe.skipIf(needsPostgres('test/faults.test.ts'))('faults', { timeout: 60_00
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    ctx = { db: database.db, clock: systemClock, freeUntil: null };
+    ctx = createServiceContext({ db: database.db, clock: systemClock, freeUntil: null });
   });
   afterAll(async () => {
     await stopAllServers();

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { IdempotencyCleanup } from '../src/scheduler/idempotencyCleanup.js';
-import type { Contract } from '../src/domain/resources.js';
+import { IdempotencyCleanup } from '../src/workers/idempotencyCleanup.js';
 import { actOnContract } from '../src/services/actOnContract.js';
-import { claimIdempotencyKey, idempotencyKeyDigest, requestFingerprint } from '../src/services/idempotencyKeys.js';
+import { claimIdempotencyKey, idempotencyKeyDigest, requestFingerprint } from '../src/services/idempotency.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, adminAuth, contractRow, eventRows, expectError, secondInstance, sql } from './support/fixtures.js';
 
@@ -261,18 +260,17 @@ describe('the response is kept in the commit of the action', () => {
     const idem = newKey();
     const url = actions(contractId);
     const requestId = 'killed-after-commit';
-    // What the route does, up to the commit of the action; then the process "dies" (the onSend step never runs).
+    // What the route does, up to the commit of the action; then the process "dies" before it answers.
     const claimed = await claimIdempotencyKey({
       ctx: t.ctx,
       input: { shopId, key: idem, requestId, requestHash: requestFingerprint({ method: 'POST', path: url, body: { action: 'skip' } }) },
     });
     expect(claimed.kind).toBe('claimed');
-    const completion = { shopId, keyDigest: idempotencyKeyDigest(idem), requestId, body: (c: Contract) => JSON.stringify({ contract: c }), recorded: false };
+    if (claimed.kind !== 'claimed') return;
     const contract = await actOnContract({
       ctx: t.ctx,
-      input: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, contractId, body: { action: 'skip' }, completion },
+      input: { caller: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, access: 'read_write' }, contractId, body: { action: 'skip' }, record: claimed.record },
     });
-    expect(completion.recorded).toBe(true);
 
     // Long past the lock timeout, the client's retry is answered with what the dead request did.
     t.clock.advance(5 * 60_000);
@@ -287,32 +285,32 @@ describe('the response is kept in the commit of the action', () => {
   it('also when the action had to wait for another writer (the locked path): each key keeps its own response', async () => {
     const { contractId, shopId } = await contractWithKey();
     const url = actions(contractId);
-    // Two skips of one contract at once, as the route runs them, with no onSend step after: one commits
-    // optimistically, the other is redone under the row lock; both must have recorded their response themselves.
+    // Two skips of one contract at once, as the route runs them, and nothing after: one commits optimistically, the
+    // other is redone under the row lock; both must have recorded their result with their change.
     const runs = ['locked-a', 'locked-b'].map(async (requestId) => {
       const idem = newKey();
-      await claimIdempotencyKey({
+      const claimed = await claimIdempotencyKey({
         ctx: t.ctx,
         input: { shopId, key: idem, requestId, requestHash: requestFingerprint({ method: 'POST', path: url, body: { action: 'skip' } }) },
       });
-      const completion = { shopId, keyDigest: idempotencyKeyDigest(idem), requestId, body: (c: Contract) => JSON.stringify({ contract: c }), recorded: false };
+      if (claimed.kind !== 'claimed') throw new Error('not claimed');
       const contract = await actOnContract({
         ctx: t.ctx,
-        input: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, contractId, body: { action: 'skip' }, completion },
+        input: { caller: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, access: 'read_write' }, contractId, body: { action: 'skip' }, record: claimed.record },
       });
-      return { idem, contract, completion };
+      return { idem, contract };
     });
     const done = await Promise.all(runs);
-    expect(done.map((d) => d.completion.recorded)).toEqual([true, true]);
     // Different responses: the second skip saw the first.
     expect(done[0].contract.nextBillingDate).not.toBe(done[1].contract.nextBillingDate);
     for (const d of done) {
-      const [row] = await sql<{ state: string; status_code: number; response_body: string }>(
+      const [row] = await sql<{ state: string; status_code: number; result: unknown }>(
         t,
-        'SELECT state, status_code, response_body FROM idempotency_keys WHERE shop_id = $1 AND key_digest = $2',
+        'SELECT state, status_code, result FROM idempotency_keys WHERE shop_id = $1 AND key_digest = $2',
         [shopId, idempotencyKeyDigest(d.idem)],
       );
-      expect(row).toEqual({ state: 'completed', status_code: 200, response_body: JSON.stringify({ contract: d.contract }) });
+      // The result the service returned is what was recorded: a replay renders the same body from it.
+      expect(row).toEqual({ state: 'completed', status_code: 200, result: d.contract });
     }
     expect((await eventRows(t, contractId)).filter((e) => e.type === 'contract.skipped')).toHaveLength(2);
   });

@@ -211,17 +211,46 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
     });
     let stdout = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } };
-    child.stdin.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
-    while (stdout.split('\n').filter(Boolean).length < 2) await new Promise((r) => child.stdout.once('data', r));
+    const lines = [
+      init,
+      { jsonrpc: '2.0', method: 'notifications/initialized' }, // a notification: no answer
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      'not json', // not a message: a line on stderr, no answer
+      { jsonrpc: '2.0', id: 3, method: 'ping' },
+      { jsonrpc: '2.0', id: 4, method: 'resources/list' },
+    ];
+    child.stdin.write(lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n');
+    while (stdout.split('\n').filter(Boolean).length < 4) await new Promise((r) => child.stdout.once('data', r));
     child.stdin.end();
     expect(await exited).toBe(0);
-    const lines = stdout.split('\n').filter(Boolean);
-    expect(lines.map((l) => JSON.parse(l))).toMatchObject([
+    const answers = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(answers.sort((a, b) => a.id - b.id)).toMatchObject([
       { jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'svc' } } },
       { jsonrpc: '2.0', id: 2, result: { tools: expect.any(Array) } },
+      { jsonrpc: '2.0', id: 3, result: {} },
+      { jsonrpc: '2.0', id: 4, error: { code: -32601 } },
     ]);
+    expect(stderr).toContain('ignored a line that is not a JSON-RPC 2.0 message');
+  });
+
+  it('a read-only key: reads work, and the API refuses a change with insufficient_scope', async () => {
+    const ro = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const c = await insertContract(t, ro.shopId);
+    const { client } = await stdioClient({ SVC_API_KEY: ro.key, SVC_BASE_URL: base });
+    try {
+      // The process cannot learn the key's access from the API, so it lists every tool and the API decides.
+      expect((await client.listTools()).tools).toHaveLength(8);
+      expect(toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } })).contract.id).toBe(c.id);
+      const err = toolError(await client.callTool({ name: 'pause_subscription_contract', arguments: { contractId: c.id } }));
+      expect(err).toMatchObject({ code: 'insufficient_scope', requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      expect((await contractRow(t, c.id)).status).toBe('ACTIVE');
+    } finally {
+      await client.close();
+    }
   });
 
   describe('a key it cannot use is a clear message on stderr and exit code 1, before serving', () => {

@@ -90,6 +90,23 @@ describe('MCP refusals: tool errors carry the API error code, HTTP errors are th
     await expect(call('delete_everything', {})).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool') });
   });
 
+  it('params a method does not take are -32602 invalid params, naming the field', async () => {
+    // The SDK's own Server answers these with -32603 and its schema's raw issue list; JSON-RPC names them -32602.
+    const cases: [object, string][] = [
+      [{ method: 'tools/call', params: { name: 5, arguments: {} } }, 'params.name'],
+      [{ method: 'tools/call' }, 'params'],
+      [{ method: 'tools/call', params: { name: 'get_subscription_contract', arguments: ['1'] } }, 'params.arguments'],
+      [{ method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {} } }, 'params.clientInfo'],
+      [{ method: 'tools/list', params: { cursor: 5 } }, 'params.cursor'],
+    ];
+    for (const [m, field] of cases) {
+      const res = await rawPost(base, { jsonrpc: '2.0', id: 'x', ...m }, bearer(shop.key));
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body, JSON.stringify(m)).toEqual({ jsonrpc: '2.0', id: 'x', error: { code: -32602, message: expect.stringContaining(`${field}:`) } });
+    }
+  });
+
   it('the error text is the envelope with the request id of the HTTP exchange', async () => {
     const res = await rawPost(base, callBody('get_subscription_contract', { contractId: '424242' }), bearer(shop.key));
     expect(res.status).toBe(200);

@@ -1,8 +1,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { serviceOperations } from '../src/mcp/operations.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, eventRows, insertContract } from './support/fixtures.js';
-import { callBody, listen, mcpClient, rawPost, toolOk } from './support/mcp.js';
+import { callBody, listen, mcpClient, rawPost, referenceServer, toolOk } from './support/mcp.js';
 
 const TOOL_NAMES = [
   'get_subscription_contract',
@@ -166,24 +168,40 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
     expect(await note.text()).toBe('');
   });
 
-  it('a plain tools/call (run directly) and one the SDK server runs (it carries _meta) get the same answers', async () => {
+  it('answers every message exactly as the SDK\'s own Server with the same tools answers it', async () => {
     const [c] = await t.seed(shop.shopId, 1);
-    const cases: [string, object][] = [
-      ['get_subscription_contract', { contractId: c.id }],
-      ['get_subscription_contract', { contractId: '999999999' }], // not_found
-      ['get_subscription_contract', { contractId: 'x', colour: 1 }], // invalid_request with details
-      ['list_contract_events', { contractId: c.id }],
+    // The same services for the same caller, served by the SDK's Server instead of our dispatch.
+    const caller = { shopId: shop.shopId, actor: { type: 'mcp' as const, keyFingerprint: shop.fingerprint }, access: 'read_write' as const };
+    const reference = await referenceServer({ ops: serviceOperations(t.ctx, caller) });
+    const initialize = (protocolVersion: string) => ({ method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const call = (name: string, args: object, _meta?: object) => ({ method: 'tools/call', params: { name, arguments: args, ...(_meta && { _meta }) } });
+    const messages: object[] = [
+      initialize(LATEST_PROTOCOL_VERSION),
+      initialize('2025-03-26'), // an older version we support: kept
+      initialize('1999-01-01'), // one we do not: our latest, and the client decides
+      { method: 'ping' },
+      { method: 'ping', params: { _meta: { progressToken: 1 } } },
+      { method: 'tools/list' },
+      { method: 'tools/list', params: { cursor: 'x' } },
+      call('get_subscription_contract', { contractId: c.id }),
+      call('get_subscription_contract', { contractId: c.id }, { progressToken: 'p' }),
+      call('get_subscription_contract', { contractId: '999999999' }), // not_found
+      call('get_subscription_contract', { contractId: 'x', colour: 1 }), // invalid_request with details
+      call('list_contract_events', { contractId: c.id }),
+      { method: 'tools/call', params: { name: 'get_subscription_contract' } }, // no arguments: invalid_request
+      call('delete_everything', {}), // unknown tool: a protocol error
+      { method: 'resources/list' }, // unknown method
+      { method: 'completion/complete', params: {} },
     ];
-    for (const [name, args] of cases) {
-      const plain = callBody(name, args, 'p');
-      const viaSdk = { ...plain, params: { ...plain.params, _meta: {} } };
-      const [a, b] = await Promise.all([plain, viaSdk].map((body) => rawPost(base, body, bearer(shop.key)).then(async (r) => ({ status: r.status, body: await r.json() }))));
-      expect(a.status).toBe(200);
-      expect(b.status).toBe(200);
-      // The error envelope's requestId is each exchange's own; everything else is the same.
-      const strip = (x: any) => JSON.parse(JSON.stringify(x).replace(/\\"requestId\\":\\"[^\\"]*\\"/g, ''));
-      expect(strip(a.body), name).toEqual(strip(b.body));
+    // The error envelope's requestId is each exchange's own; everything else must be the same.
+    const strip = (x: unknown) => JSON.parse(JSON.stringify(x).replace(/\\"requestId\\":\\"[^\\"]*\\"/g, ''));
+    for (const [i, m] of messages.entries()) {
+      const body = { jsonrpc: '2.0', id: i, ...m };
+      const res = await rawPost(base, body, bearer(shop.key));
+      expect(res.status).toBe(200);
+      expect(strip(await res.json()), JSON.stringify(m)).toEqual(strip(await reference.ask(body)));
     }
+    await reference.close();
   });
 
   it('keeps concurrent clients apart: same JSON-RPC ids, different shops, each gets its own contract', async () => {

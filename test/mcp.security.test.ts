@@ -4,8 +4,8 @@ import { newRawKey } from '../src/domain/keys.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { listKeys } from '../src/services/listKeys.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
-import { insertContract } from './support/fixtures.js';
-import { callBody, listen, mcpClient, rawPost } from './support/mcp.js';
+import { contractRow, eventRows, insertContract } from './support/fixtures.js';
+import { callBody, listen, mcpClient, rawPost, toolError, toolOk } from './support/mcp.js';
 
 const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } };
 
@@ -78,6 +78,30 @@ describe('MCP auth: the same key, checks and codes as the API, at the HTTP level
     await setShopPlan({ ctx: t.ctx, input: { domain: shop.domain, plan: 'enterprise' } });
     const client = await mcpClient(base, shop.key);
     await client.close();
+  });
+
+  it('a read-only key is shown only the three read tools, and a change through it is refused with insufficient_scope', async () => {
+    const shop = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const c = await insertContract(t, shop.shopId);
+    const client = await mcpClient(base, shop.key);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((x) => x.name).sort()).toEqual(['get_subscription_contract', 'list_contract_events', 'list_subscription_contracts']);
+      expect(toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } })).contract.id).toBe(c.id);
+      // A tool it is not shown is still not an unknown tool: the call is refused as the API refuses it.
+      for (const [name, args] of [['pause_subscription_contract', {}], ['cancel_subscription_contract', { reason: 'no' }], ['skip_next_order', {}]] as const) {
+        const err = toolError(await client.callTool({ name, arguments: { contractId: c.id, ...args } }));
+        expect(err, name).toMatchObject({ code: 'insufficient_scope', message: expect.stringContaining('read-only') });
+      }
+      expect((await contractRow(t, c.id)).status).toBe('ACTIVE');
+      expect(await eventRows(t, c.id)).toHaveLength(0);
+    } finally {
+      await client.close();
+    }
+    // A read-write key sees all eight.
+    const rw = await mcpClient(base, (await t.shopWithKey()).key);
+    expect((await rw.listTools()).tools).toHaveLength(8);
+    await rw.close();
   });
 
   it('an admin session token does not work here', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRawKey } from '../src/domain/keys.js';
 import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
-import { ResumeScheduler } from '../src/scheduler/resumeScheduler.js';
+import { ResumeSweep } from '../src/workers/resumeSweep.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
@@ -37,7 +37,7 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
 let database: TestDatabase;
 let clock: TestClock;
 let t: TestApp;
-let scheduler: ResumeScheduler;
+let scheduler: ResumeSweep;
 beforeAll(async () => {
   database = await createTestDatabase();
   clock = new TestClock();
@@ -51,7 +51,7 @@ beforeAll(async () => {
       rateLimit: { perMinute: 3, authFailuresPerMinute: 2, store: new MemoryRateLimitStore(clock) },
     },
   });
-  scheduler = new ResumeScheduler(t.ctx, { intervalMs: 1000 });
+  scheduler = new ResumeSweep(t.ctx, { intervalMs: 1000 });
   stats = () => scheduler.stats;
 });
 afterAll(async () => {
@@ -167,7 +167,7 @@ describe('GET /metrics', () => {
     const gets = await Promise.all(contracts.map((c) => t.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) })));
     expect(gets.map((g) => g.statusCode)).toEqual(contracts.map(() => 200));
     const { samples } = await scrape();
-    const delta = (name: string) => value(samples, name, { statement: 'contractsAsKeys' }) - value(before, name, { statement: 'contractsAsKeys' });
+    const delta = (name: string) => value(samples, name, { statement: 'contractsWithKeyStates' }) - value(before, name, { statement: 'contractsWithKeyStates' });
     expect(delta('svc_db_batched_statements_total')).toBe(1);
     expect(delta('svc_db_batched_inputs_total')).toBe(2);
   });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, inArray } from 'drizzle-orm';
 import { apiKeys, contractEvents, contracts } from '../src/db/schema.js';
 import { addInterval } from '../src/domain/time.js';
-import { systemClock, type ServiceContext } from '../src/services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { signSessionToken } from '../src/services/sessionTokens.js';
@@ -36,7 +36,7 @@ describe.skipIf(needsPostgres('test/multi-instance.test.ts'))('several instances
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    ctx = { db: database.db, clock: systemClock, freeUntil: null };
+    ctx = createServiceContext({ db: database.db, clock: systemClock, freeUntil: null });
     // Both sweep often, so both are really racing for the same due contracts.
     const env = { SCHEDULER_INTERVAL_MS: '100' };
     [a, b] = await Promise.all([startServer({ databaseUrl: database.url!, env }), startServer({ databaseUrl: database.url!, env })]);

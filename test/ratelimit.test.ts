@@ -26,6 +26,7 @@ function countingDatabase(db: Database): { db: Database; uses: () => number } {
     withSession: { value: (fn: Parameters<Database['withSession']>[0]) => (uses++, db.withSession(fn)) },
     // The hot statements (key lookups among them) run through prepared().
     prepared: { value: (...args: Parameters<Database['prepared']>) => (uses++, db.prepared(...args)) },
+    transaction: { value: (fn: Parameters<Database['transaction']>[0]) => (uses++, db.transaction(fn)) },
   }) as Database;
   return { db: wrapped, uses: () => uses };
 }

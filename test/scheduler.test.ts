@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ResumeScheduler } from '../src/scheduler/resumeScheduler.js';
+import { ResumeSweep } from '../src/workers/resumeSweep.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { onPostgres } from './support/db.js';
@@ -33,7 +33,7 @@ const pastResume = () => t.clock.set(new Date(new Date(RESUME_AT).getTime() + 10
 describe('tick()', () => {
   it('does nothing before resumeAt and resumes at it, with one contract.resumed event by the scheduler', async () => {
     const id = await pausedUntilResume();
-    const scheduler = new ResumeScheduler(t.ctx, { intervalMs: 1000 });
+    const scheduler = new ResumeSweep(t.ctx, { intervalMs: 1000 });
     t.clock.set(new Date(new Date(RESUME_AT).getTime() - 1));
     await scheduler.tick();
     expect((await contractRow(t, id)).status).toBe('PAUSED');
@@ -57,7 +57,7 @@ describe('tick()', () => {
     const c = await insertContract(t, shopId);
     await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: bearer(key), payload: { action: 'pause' } });
     t.clock.set('2031-01-01T00:00:00Z');
-    await new ResumeScheduler(t.ctx, { intervalMs: 1000 }).tick();
+    await new ResumeSweep(t.ctx, { intervalMs: 1000 }).tick();
     expect((await contractRow(t, c.id)).status).toBe('PAUSED');
   });
 
@@ -66,8 +66,8 @@ describe('tick()', () => {
     for (let i = 0; i < 12; i++) ids.push(await pausedUntilResume());
     pastResume();
     const otherCtx: ServiceContext = { ...t.ctx, db: await t.database.connectAgain() };
-    const a = new ResumeScheduler(t.ctx, { intervalMs: 1000, batchSize: 3 });
-    const b = new ResumeScheduler(otherCtx, { intervalMs: 1000, batchSize: 3 });
+    const a = new ResumeSweep(t.ctx, { intervalMs: 1000, batchSize: 3 });
+    const b = new ResumeSweep(otherCtx, { intervalMs: 1000, batchSize: 3 });
     const [ra, rb, ra2, rb2] = await Promise.all([a.tick(), b.tick(), a.tick(), b.tick()]);
     expect(ra + rb + ra2 + rb2).toBeGreaterThanOrEqual(ids.length);
     for (const id of ids) {
@@ -85,7 +85,7 @@ describe('tick()', () => {
   it('a scheduler created after the moment (a restart) catches up on what was missed', async () => {
     const ids = [await pausedUntilResume(), await pausedUntilResume()];
     t.clock.set('2026-11-25T00:00:00Z'); // days later: no process was running
-    const restarted = new ResumeScheduler(t.ctx, { intervalMs: 1000 });
+    const restarted = new ResumeSweep(t.ctx, { intervalMs: 1000 });
     expect(await restarted.tick()).toBeGreaterThanOrEqual(2);
     for (const id of ids) {
       expect((await contractRow(t, id)).status).toBe('ACTIVE');
@@ -102,7 +102,7 @@ describe('reads and actions after resumeAt, before any sweep', () => {
     const res = await t.inject({ url: `${API}/${id}`, headers: bearer(key) });
     expect(res.json().contract).toMatchObject({ status: 'ACTIVE', pausedAt: null, resumeAt: null });
     expect((await t.inject({ url: `${API}/${id}`, headers: bearer(key) })).json().contract.status).toBe('ACTIVE');
-    await new ResumeScheduler(t.ctx, { intervalMs: 1000 }).tick();
+    await new ResumeSweep(t.ctx, { intervalMs: 1000 }).tick();
     const events = await resumedEvents(id);
     expect(events).toHaveLength(1);
     expect(events[0].actorType).toBe('scheduler');
@@ -115,7 +115,7 @@ describe('reads and actions after resumeAt, before any sweep', () => {
     expect(paused.map((c: { id: string }) => c.id)).not.toContain(id);
     const all = (await t.inject({ url: `${API}?limit=100`, headers: bearer(key) })).json().contracts;
     expect(all.find((c: { id: string }) => c.id === id).status).toBe('ACTIVE');
-    await new ResumeScheduler(t.ctx, { intervalMs: 1000 }).tick();
+    await new ResumeSweep(t.ctx, { intervalMs: 1000 }).tick();
     expect(await resumedEvents(id)).toHaveLength(1);
   });
 
@@ -124,7 +124,7 @@ describe('reads and actions after resumeAt, before any sweep', () => {
     pastResume();
     const { events } = (await t.inject({ url: `${API}/${id}/events`, headers: bearer(key) })).json();
     expect(events[0]).toMatchObject({ type: 'contract.resumed', actor: { type: 'scheduler' } });
-    await new ResumeScheduler(t.ctx, { intervalMs: 1000 }).tick();
+    await new ResumeSweep(t.ctx, { intervalMs: 1000 }).tick();
     expect(await resumedEvents(id)).toHaveLength(1);
   });
 
@@ -137,7 +137,7 @@ describe('reads and actions after resumeAt, before any sweep', () => {
     const resume = await t.inject({ method: 'POST', url: `${API}/${id}/actions`, headers: bearer(key), payload: { action: 'resume' } });
     expect(resume.statusCode).toBe(409);
     expect(resume.json().error.message).toContain('ACTIVE');
-    await new ResumeScheduler(t.ctx, { intervalMs: 1000 }).tick();
+    await new ResumeSweep(t.ctx, { intervalMs: 1000 }).tick();
     expect((await eventRows(t, id)).map((e) => `${e.type}/${e.actorType}`)).toEqual([
       'contract.paused/api_key',
       'contract.resumed/scheduler',
@@ -148,7 +148,7 @@ describe('reads and actions after resumeAt, before any sweep', () => {
   it('many parallel reads right after the moment write one event', async () => {
     const id = await pausedUntilResume();
     pastResume();
-    const scheduler = new ResumeScheduler(t.ctx, { intervalMs: 1000 });
+    const scheduler = new ResumeSweep(t.ctx, { intervalMs: 1000 });
     const results = await Promise.all([
       ...Array.from({ length: 6 }, () => t.inject({ url: `${API}/${id}`, headers: bearer(key) })),
       t.inject({ url: `${API}/${id}/events`, headers: bearer(key) }),
@@ -164,7 +164,7 @@ describe('start() and stop()', () => {
   it('a started scheduler resumes a due contract by itself within 2 seconds', async () => {
     const id = await pausedUntilResume();
     pastResume();
-    const scheduler = new ResumeScheduler(t.ctx, { intervalMs: 50 });
+    const scheduler = new ResumeSweep(t.ctx, { intervalMs: 50 });
     scheduler.start();
     try {
       const deadline = Date.now() + 2000;

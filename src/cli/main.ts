@@ -6,11 +6,10 @@ import { openConfiguredDatabase } from '../boot.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { EmbeddedDatabaseInUse } from '../db/embeddedLock.js';
 import { ServiceError } from '../domain/errors.js';
-import { systemClock, type ServiceContext } from '../services/context.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../services/context.js';
 import { seedContracts } from '../services/seedContracts.js';
 import { loadAppCredentials, signSessionToken } from '../services/sessionTokens.js';
-import { listShops, provisionShop, setShopPlan } from '../services/shops.js';
-import { apiAccess } from '../domain/access.js';
+import { listShops, provisionShop, setShopPlan, shopApiAccess } from '../services/shops.js';
 
 const USAGE = `Usage: npm run svc -- <command>
 
@@ -30,7 +29,7 @@ type Out = { out: (s: string) => void; err: (s: string) => void };
 async function withContext<T>(config: Config, fn: (ctx: ServiceContext) => Promise<T>): Promise<T> {
   const database = await openConfiguredDatabase(config, 'svc CLI');
   try {
-    return await fn({ db: database.db, clock: systemClock, freeUntil: config.freeUntil });
+    return await fn(createServiceContext({ db: database.db, clock: systemClock, freeUntil: config.freeUntil }));
   } finally {
     await database.close();
   }
@@ -77,12 +76,11 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
     return 0;
   }
   if (cmd === 'shops' && sub === 'list') {
-    const shops = await withContext(config, (ctx) => listShops({ ctx, input: {} }));
+    const shops = await withContext(config, async (ctx) =>
+      (await listShops({ ctx, input: {} })).map((s) => ({ ...s, access: shopApiAccess(ctx, s.plan) })),
+    );
     if (!shops.length) io.out('No shops yet. A shop appears when it first opens the app, or with: shops set-plan <shop> <plan>');
-    for (const s of shops) {
-      const access = apiAccess(s.plan, new Date(), config.freeUntil);
-      io.out(`${s.domain}\tplan=${s.plan}\tapiAccess=${access.allowed ? access.reason : 'no (plan_required)'}`);
-    }
+    for (const s of shops) io.out(`${s.domain}\tplan=${s.plan}\tapiAccess=${s.access.allowed ? s.access.reason : 'no (plan_required)'}`);
     return 0;
   }
   if (cmd === 'shops' && sub === 'set-plan') {

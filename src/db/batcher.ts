@@ -82,3 +82,16 @@ export class Batcher<I, O> {
     batch.forEach((b, i) => b.resolve(outputs[i]));
   }
 }
+
+/**
+ * One instance of `create(db)` per database (a connection pool): the batches of a statement are shared by every
+ * caller of that pool.
+ */
+export function perDatabase<D extends object, T>(create: (db: D) => T): (db: D) => T {
+  const made = new WeakMap<D, T>();
+  return (db) => {
+    let t = made.get(db);
+    if (t === undefined) made.set(db, (t = create(db)));
+    return t;
+  };
+}

@@ -27,6 +27,11 @@ export interface Database extends SqlRunner {
    * once per connection): for the hot statements the query builder cannot name (a CTE of raw SQL).
    */
   prepared<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
+  /**
+   * Statements on one connection inside BEGIN … COMMIT (ROLLBACK when `fn` throws), with the request query timeout:
+   * for raw SQL that must commit together (the contract change path's locked strategy).
+   */
+  transaction<T>(fn: (run: RunSql) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -64,6 +69,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       kind: 'pglite',
       orm: drizzlePglite(client, { schema, ...observing(opts.onQuery) }) as unknown as Orm,
       withSession: (fn) => fn(run),
+      transaction: (fn) =>
+        client.transaction((tx) => fn(async (text, params) => {
+          opts.onQuery?.(text);
+          return (await tx.query(text, params ?? [])).rows as never[];
+        })),
       prepared: async (_name, text, params) => {
         opts.onQuery?.(text);
         return (await client.query(text, params)).rows as never[];
@@ -113,6 +123,26 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         });
       } finally {
         client.release();
+      }
+    },
+    transaction: async (fn) => {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const result = await fn(async (text, params) => {
+          opts.onQuery?.(text);
+          return (await client.query(text, params ?? [])).rows;
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        // A connection that failed mid-transaction is not given back to the pool for reuse.
+        broken = isDatabaseUnavailable(err);
+        if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+        throw err;
+      } finally {
+        client.release(broken);
       }
     },
     ping: async () => {

@@ -1,8 +1,10 @@
 import { sql } from 'drizzle-orm';
 import {
+  boolean,
   customType,
   index,
   integer,
+  json,
   jsonb,
   pgTable,
   primaryKey,
@@ -52,6 +54,8 @@ export const apiKeys = pgTable(
     name: text('name'),
     // SHA-256 (hex) of the whole raw key: the only form of the key that is ever stored.
     digest: text('digest').notNull(),
+    // read_write or read_only (migration 0004): fixed for the key's life.
+    access: text('access').$type<'read_write' | 'read_only'>().notNull().default('read_write'),
     createdAt: ts('created_at').notNull(),
     lastUsedAt: ts('last_used_at'),
     revokedAt: ts('revoked_at'),
@@ -105,6 +109,8 @@ export const contractEvents = pgTable(
     fromStatus: text('from_status').notNull(),
     toStatus: text('to_status').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    // The contract's version right after this event (migration 0005; null for older events).
+    contractVersion: integer('contract_version'),
   },
   (t) => [index('contract_events_contract_idx').on(t.contractId, t.id)],
 );
@@ -137,6 +143,8 @@ export const idempotencyKeys = pgTable(
     ownerRequestId: text('owner_request_id').notNull(),
     statusCode: integer('status_code'),
     responseBody: text('response_body'),
+    // The result a contract change recorded with itself (migration 0004); a replay renders the response from it.
+    result: json('result'),
     lockedAt: ts('locked_at').notNull(),
     createdAt: ts('created_at').notNull(),
     expiresAt: ts('expires_at').notNull(),
@@ -144,3 +152,56 @@ export const idempotencyKeys = pgTable(
   (t) => [primaryKey({ columns: [t.shopId, t.keyDigest] }), index('idempotency_keys_expires_idx').on(t.expiresAt)],
 );
 export type IdempotencyKeyRow = typeof idempotencyKeys.$inferSelect;
+
+/** Outgoing webhooks (migration 0005): endpoints, the outbox of deliveries, and every attempt. */
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  shopId: bigintId('shop_id')
+    .notNull()
+    .references(() => shops.id),
+  url: text('url').notNull(),
+  description: text('description'),
+  events: text('events').array().notNull(),
+  status: text('status').$type<'enabled' | 'disabled'>().notNull(),
+  disabledReason: text('disabled_reason').$type<'manual' | 'gone' | 'failing'>(),
+  disabledAt: ts('disabled_at'),
+  secret: text('secret').notNull(),
+  previousSecret: text('previous_secret'),
+  previousSecretExpiresAt: ts('previous_secret_expires_at'),
+  failingSince: ts('failing_since'),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
+
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: bigintId('id').primaryKey().default(filledByDatabase),
+  endpointId: uuid('endpoint_id').notNull(),
+  shopId: bigintId('shop_id').notNull(),
+  contractId: bigintId('contract_id'),
+  eventId: bigintId('event_id'),
+  contractVersion: integer('contract_version'),
+  type: text('type').notNull(),
+  contract: json('contract').notNull(),
+  test: boolean('test').notNull().default(false),
+  status: text('status').$type<'pending' | 'delivering' | 'succeeded' | 'failed'>().notNull().default('pending'),
+  attempts: integer('attempts').notNull().default(0),
+  nextAttemptAt: ts('next_attempt_at').notNull(),
+  leaseUntil: ts('lease_until'),
+  lastStatusCode: integer('last_status_code'),
+  lastError: text('last_error'),
+  createdAt: ts('created_at').notNull(),
+  finishedAt: ts('finished_at'),
+});
+export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+export const webhookAttempts = pgTable('webhook_attempts', {
+  id: bigintId('id').primaryKey().default(filledByDatabase),
+  deliveryId: bigintId('delivery_id').notNull(),
+  at: ts('at').notNull(),
+  statusCode: integer('status_code'),
+  durationMs: integer('duration_ms').notNull(),
+  error: text('error'),
+  responseBody: text('response_body'),
+});
+export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;

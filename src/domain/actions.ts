@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ServiceError, invalidRequest, type ErrorDetail } from './errors.js';
+import { ServiceError, invalidInput, invalidRequest, issuesToDetails, type ErrorDetail } from './errors.js';
 import { StoredText } from './text.js';
 import { addYears, parseUtcTimestamp, UtcTimestamp } from './time.js';
 
@@ -58,26 +58,6 @@ const SCHEMAS = {
   reschedule: RescheduleAction,
 } as const;
 
-/** Turns zod issues into the envelope's `details`, naming unknown fields one by one. */
-export function issuesToDetails(issues: z.core.$ZodIssue[], prefix: (string | number)[] = []): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  for (const issue of issues) {
-    const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: [...base, key].join('.'), message: `unknown field "${key}"` });
-    } else {
-      out.push({ path: base.join('.'), message: issue.message });
-    }
-  }
-  return out;
-}
-
-function summarize(details: ErrorDetail[]): string {
-  const first = details[0];
-  const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
-  return first ? `Invalid request: ${first.path ? first.path + ' ' : ''}${first.message}${more}.` : 'Invalid request.';
-}
-
 /**
  * Validates an action body: object shape, a known `action` (else unsupported_action listing them), only that
  * action's fields, and timestamps strictly in the future and at most 5 years ahead of `now`.
@@ -102,8 +82,7 @@ export function parseContractAction(body: unknown, now: Date): ContractAction {
   }
   const parsed = SCHEMAS[name as keyof typeof SCHEMAS].safeParse(body);
   if (!parsed.success) {
-    const details = issuesToDetails(parsed.error.issues);
-    throw invalidRequest(summarize(details), details);
+    throw invalidInput(issuesToDetails(parsed.error.issues));
   }
   const action = parsed.data as ContractAction;
   const horizon = addYears(now, 5);
@@ -115,6 +94,6 @@ export function parseContractAction(body: unknown, now: Date): ContractAction {
     if (at.getTime() <= now.getTime()) details.push({ path: field, message: 'must be in the future' });
     else if (at.getTime() > horizon.getTime()) details.push({ path: field, message: 'must be at most 5 years ahead' });
   }
-  if (details.length) throw invalidRequest(summarize(details), details);
+  if (details.length) throw invalidInput(details);
   return action;
 }

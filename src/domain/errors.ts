@@ -1,3 +1,6 @@
+import type { z } from 'zod';
+import { scrubKeys } from './keys.js';
+
 /** Every error code a client can receive, with its HTTP status: the one table the error handler maps from. */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -5,6 +8,8 @@ export const ERROR_STATUS = {
   key_in_url: 400,
   unauthorized: 401,
   plan_required: 403,
+  insufficient_scope: 403,
+  app_not_installed: 403,
   not_found: 404,
   method_not_allowed: 405,
   invalid_state: 409,
@@ -13,9 +18,11 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
+  platform_rejected: 422,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
+  platform_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -57,3 +64,40 @@ export const MESSAGES = {
 
 export const invalidRequest = (message: string, details?: ErrorDetail[]) =>
   new ServiceError('invalid_request', message, { details });
+
+/** Zod issues as the envelope's `details`, naming unknown fields one by one. */
+export function issuesToDetails(issues: z.core.$ZodIssue[], prefix: (string | number)[] = []): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const base = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: [...base, key].join('.'), message: `unknown field "${key}"` });
+    } else {
+      out.push({ path: base.join('.'), message: issue.message });
+    }
+  }
+  return out;
+}
+
+/**
+ * A validation failure with its details, summed up in the message the way every surface says it: "Invalid request:
+ * resumeAt must be in the future (and 1 more)." `what` names the input ("Invalid arguments" for an MCP tool).
+ */
+export function invalidInput(details: ErrorDetail[], what = 'Invalid request'): ServiceError {
+  const first = details[0];
+  const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
+  const message = first ? `${what}: ${first.path ? first.path + ' ' : ''}${first.message}${more}.` : `${what}.`;
+  return new ServiceError('invalid_request', message, { details });
+}
+
+export type ErrorEnvelopeBody = { error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } };
+
+/**
+ * The envelope of every error on every surface (PRODUCT §4): the HTTP API, the admin API, MCP tool errors. Messages
+ * may echo what the client sent (an unknown action, an unknown field's name): never a key.
+ */
+export function errorEnvelope(err: ServiceError, requestId: string): ErrorEnvelopeBody {
+  const error: ErrorEnvelopeBody['error'] = { code: err.code, message: scrubKeys(err.message), requestId };
+  if (err.details?.length) error.details = err.details.map((d) => ({ path: scrubKeys(d.path), message: scrubKeys(d.message) }));
+  return { error };
+}

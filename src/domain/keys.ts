@@ -12,8 +12,23 @@ const CHECKSUM_LENGTH = 6;
 export const KEY_LENGTH = KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH; // 58
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_SHAPE = /^svc_live_[0-9A-Za-z]{49}$/;
-/** What a secret scanner looks for; also how logs and URLs are scrubbed. */
+/** What a secret scanner looks for (PRODUCT §1): a whole key. */
 export const KEY_PATTERN_SOURCE = String.raw`\bsvc_live_[0-9A-Za-z]{49}\b`;
+
+/*
+ * Where a key must never be (PRODUCT §5: logs, URLs, error texts), anything that starts like one counts, whole or
+ * cut short, in any case, with its underscores percent-encoded: better a false alarm than a leak.
+ */
+const MENTION = /svc(?:_|%5f)live(?:_|%5f)/i;
+const ANYWHERE = /svc_live_[0-9A-Za-z]*/gi;
+
+/** True when the text holds anything that looks like an API key. */
+export const mentionsKey = (text: string): boolean => MENTION.test(text);
+
+/** The text with every key (or piece of one) replaced: the last line of defence for logs and error messages. */
+export function scrubKeys(text: string): string {
+  return MENTION.test(text) ? text.replace(ANYWHERE, 'svc_live_[REDACTED]').replace(/svc%5flive%5f[0-9A-Za-z]*/gi, 'svc_live_[REDACTED]') : text;
+}
 
 export function base62(value: bigint, width: number): string {
   let out = '';

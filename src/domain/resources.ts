@@ -29,7 +29,7 @@ export const Contract = z
   .meta({ id: 'SubscriptionContract' });
 export type Contract = z.infer<typeof Contract>;
 
-export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler']);
+export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler', 'platform']);
 export type ActorType = z.infer<typeof ActorType>;
 export const Actor = z.object({ type: ActorType, keyFingerprint: z.string().optional() });
 export type Actor = z.infer<typeof Actor>;
@@ -47,11 +47,18 @@ export const ContractEvent = z
   .meta({ id: 'ContractEvent' });
 export type ContractEvent = z.infer<typeof ContractEvent>;
 
+/** What a key may do, chosen at generation and fixed for its life (PRODUCT §1). */
+export const KeyAccess = z.enum(['read_write', 'read_only']).meta({
+  description: 'read_write: read and change contracts. read_only: read contracts and events only; changes get 403 insufficient_scope.',
+});
+export type KeyAccess = z.infer<typeof KeyAccess>;
+
 export const ApiKey = z
   .object({
     id: z.string(),
     name: z.string().nullable(),
     fingerprint: z.string().meta({ description: 'First 12 hex characters of the SHA-256 digest of the key.' }),
+    access: KeyAccess,
     status: z.enum(['active', 'revoked']),
     createdAt: Timestamp,
     lastUsedAt: Timestamp.nullable(),
@@ -96,6 +103,7 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     id: row.id,
     name: row.name,
     fingerprint: fingerprintOf(row.digest),
+    access: row.access,
     status: row.revokedAt ? 'revoked' : 'active',
     createdAt: row.createdAt.toISOString(),
     lastUsedAt: iso(row.lastUsedAt),

@@ -1,24 +1,28 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
-import {
-  AuthError,
-  KeyCache,
-  lookupKey,
-  presentedKeyDigest,
-  verifyKey,
-  type AuthenticatedKey,
-} from '../services/authenticateApiKey.js';
-import type { Clock, ServiceContext } from '../services/context.js';
-import { errorBody, sendError, toServiceError } from './errors.js';
+import { AuthError, KeyCache, assertKeyUsable, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
+import { assertMayChange, callerPendingConfirmation, confirmPending, type Caller } from '../services/caller.js';
+import type { ServiceContext } from '../services/context.js';
+import { sendError } from './errors.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
-import { FixedWindowLimiter, type CountedState, type LimitState, type RateLimitStore } from './rateLimitStore.js';
+import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    apiKey?: AuthenticatedKey;
-    /** The unit of the shop's limit this request was counted for, while its key is unconfirmed (refunded if refused). */
-    shopLimitCharge?: CountedState;
+    /** Who is calling, once the key gate has let the request through (API and MCP routes). */
+    caller?: Caller;
+    /** The key the request came with, as the gate knows it (for a refusal: forget it from the cache). */
+    knownKey?: KnownKey;
+  }
+  interface FastifyContextConfig {
+    /**
+     * How the key gate treats a route. `changes`: the route changes data (a read-only key gets 403
+     * insufficient_scope). `confirmedByRead`: the operation's first step reads one contract, which may confirm a
+     * cached key in the same statement (services/caller.ts).
+     */
+    apiKey?: { changes?: boolean; confirmedByRead?: boolean };
   }
 }
 
@@ -60,23 +64,35 @@ function rateLimited(s: LimitState, message: string): ServiceError {
   });
 }
 
+export type ApiKeyGate = {
+  cache: KeyCache;
+  /** For a request no route matched (an unknown path, a wrong method): true when the gate has answered it. */
+  guardUnmatched(req: FastifyRequest, reply: FastifyReply): Promise<boolean>;
+  /**
+   * For the error handler, before it answers: a request that failed before its key was confirmed (a bad body on a
+   * route that confirms by reading) is confirmed now, so a revoked key gets its 401 and not the validation error;
+   * and a refused key is recorded (metrics, WWW-Authenticate, the failure count). Returns the error to send.
+   */
+  beforeErrorResponse(req: FastifyRequest, reply: FastifyReply, err: ServiceError): Promise<ServiceError>;
+};
+
 /**
- * Every request to a key-authenticated route (the API and MCP) passes one gate, in the order of PRODUCT §2/§8:
- * key syntax and checksum (no I/O) → lookup by digest (unknown or revoked → 401) → the shop's plan (→ 403) → the
- * shop's rate limit → the operation. It runs in onRequest, before the body is read or any input validated: an
+ * Every request to a key-authenticated route (the API and MCP) passes one gate, in the order of PRODUCT §2: key
+ * syntax and checksum (no I/O) → the key's state (unknown or revoked → 401) → the shop's plan (→ 403) → may the key
+ * do this (a read-only key and a change → 403) → the shop's rate limit → the operation, which receives the caller
+ * ({ shop, actor, access }). It runs in onRequest, before the body is read or any input validated: an
  * unauthenticated caller learns nothing and costs no parsing.
  *
- * Keys the process has seen are in a KeyCache (ids only, never access state): a hit skips the lookup's round trip,
- * and the operation's first statement confirms the key (revoked? plan?) in the same round trip as its data
- * (KeyCheck). A response that no statement confirmed (a validation error, a 404 from the router, a 429) is held in
- * onSend until one indexed read has, so no client ever gets anything but the refusal from a revoked key, on any
- * instance, from the moment the revocation commits.
+ * Keys the process has seen are in a KeyCache (ids only, never access state): a hit saves the lookup by digest, and
+ * the key's state is read by the request itself, either by one indexed read here or, on the routes that read one
+ * contract first, in the same statement as that contract (services/caller.ts). So a key revoked on any instance is
+ * refused by every instance on its very next request.
  *
  * The limits (when configured):
  * - Failed key lookups per client IP. A request from an IP that has used up its failures and carries a well-formed
  *   key not in the cache is refused with 429 before the lookup, so spraying keys costs the database nothing.
  *   Malformed keys are refused by their checksum without I/O and are not counted.
- * - Requests per shop, counted right after authentication, before the body is read.
+ * - Requests per shop, counted once the key is confirmed usable and allowed the request.
  * Every response that reached a limit carries RateLimit-Limit / -Remaining / -Reset for the limit that applied:
  * the shop's once authenticated, the IP's failed-lookup allowance before.
  *
@@ -87,59 +103,62 @@ function rateLimited(s: LimitState, message: string): ServiceError {
 export function installApiKeyGate(
   app: FastifyInstance,
   opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache },
-): { cache: KeyCache; guardUnmatched(req: FastifyRequest, reply: FastifyReply): Promise<boolean> } {
+): ApiKeyGate {
   const { ctx, metrics } = opts;
   const cache = opts.cache ?? new KeyCache();
-  const clock: Clock = ctx.clock;
+  const limiter = (name: string, limit: number) =>
+    new FixedWindowLimiter(opts.rateLimit!.store, { name, limit, clock: ctx.clock, onStoreError: opts.rateLimit!.onStoreError });
   const limits = opts.rateLimit
-    ? {
-        perShop: new FixedWindowLimiter(opts.rateLimit.store, { name: 'shop', limit: opts.rateLimit.perMinute, clock, onStoreError: opts.rateLimit.onStoreError }),
-        failures: new FixedWindowLimiter(opts.rateLimit.store, {
-          name: 'authfail',
-          limit: opts.rateLimit.authFailuresPerMinute,
-          clock,
-          onStoreError: opts.rateLimit.onStoreError,
-        }),
-      }
+    ? { perShop: limiter('shop', opts.rateLimit.perMinute), failures: limiter('authfail', opts.rateLimit.authFailuresPerMinute) }
     : null;
 
-  /**
-   * Metrics, WWW-Authenticate, the failed-lookup count, and no cached entry left for a refused key. The request then
-   * has no key any more: nothing later (the onSend check) asks the database about it again or counts it twice.
-   */
+  /** Metrics, WWW-Authenticate, the failed-lookup count, and no cached entry left for a refused key. */
   const recordRefusal = async (req: FastifyRequest, reply: FastifyReply, err: AuthError): Promise<void> => {
     metrics?.authFailure(err.reason);
     if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
-    if (req.apiKey) {
-      cache.forget(req.apiKey.digest);
-      req.apiKey = undefined;
-    }
-    // A cached key is counted against its shop's limit before its statement confirms it; refused, it does not
-    // count (PRODUCT §2: the limit comes after the key and the plan), and the response shows the IP's allowance
-    // of failed lookups, as a refusal on the lookup path does.
-    const charge = req.shopLimitCharge;
-    req.shopLimitCharge = undefined;
+    if (req.knownKey) cache.forget(req.knownKey.digest);
+    req.knownKey = undefined;
+    req.caller = undefined;
     if (!limits) return;
-    if (charge) await limits.perShop.refund(charge);
+    // A refusal shows the IP's allowance of failed lookups, and an unknown or revoked key uses one up.
     const s = err.reason === 'unknown' || err.reason === 'revoked' ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
     if (s) setLimitHeaders(reply, s);
   };
 
-  /** The key is confirmed usable: its charge on the shop's limit stands, and it counts as used (null: nothing to write). */
-  const accepted = (req: FastifyRequest, key: AuthenticatedKey): Promise<void> | null => {
-    req.shopLimitCharge = undefined;
-    return cache.noteUse(ctx, key);
+  /** The key is usable: may it do this, then the shop's limit; then it counts as used. Throws the refusal. */
+  const admit = async (reply: FastifyReply, key: KnownKey, changes: boolean): Promise<void> => {
+    if (changes) assertMayChange(key);
+    if (limits) {
+      const s = await limits.perShop.consume(key.shopId);
+      if (s) {
+        setLimitHeaders(reply, s);
+        if (s.exceeded) {
+          metrics?.rateLimited('shop');
+          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+        }
+      }
+    }
+    const touching = cache.noteUse(ctx, key.digest);
+    if (touching) await touching;
   };
 
-  const refuse = async (req: FastifyRequest, reply: FastifyReply, err: AuthError): Promise<FastifyReply> => {
-    await recordRefusal(req, reply, err);
-    return sendError(reply, err);
+  const callerOf = (req: FastifyRequest, key: KnownKey): Caller => ({
+    shopId: key.shopId,
+    actor: { type: req.url.startsWith('/mcp') ? 'mcp' : 'api_key', keyFingerprint: key.fingerprint },
+    access: key.access,
+  });
+
+  /** Answers the request with a refusal (and records it): the request goes no further. */
+  const refuse = async (req: FastifyRequest, reply: FastifyReply, err: unknown): Promise<FastifyReply> => {
+    if (err instanceof AuthError) await recordRefusal(req, reply, err);
+    if (err instanceof ServiceError) return sendError(reply, err);
+    throw err;
   };
 
-  const gate = async (req: FastifyRequest, reply: FastifyReply) => {
+  const gate = async (req: FastifyRequest, reply: FastifyReply, mayFold: boolean): Promise<FastifyReply | void> => {
     const digest = presentedKeyDigest(req.headers.authorization);
-    let key = typeof digest === 'string' ? cache.find(digest) : null;
-    if (!key && limits) {
+    const cached = typeof digest === 'string' ? cache.find(digest) : null;
+    if (!cached && limits) {
       const s = await limits.failures.peek(req.ip);
       if (s) {
         setLimitHeaders(reply, s);
@@ -150,89 +169,57 @@ export function installApiKeyGate(
       }
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
-    if (!key) {
-      try {
-        key = await lookupKey({ ctx, input: { digest, cache } });
-      } catch (err) {
-        if (err instanceof AuthError) return refuse(req, reply, err);
-        throw err;
+    const config = mayFold ? (req.routeOptions.config.apiKey ?? {}) : {};
+    const changes = !!config.changes;
+    let key: KnownKey;
+    try {
+      if (cached) {
+        req.knownKey = key = cached;
+        // With an Idempotency-Key the key is confirmed first: nothing is claimed for a key that is not usable.
+        if (config.confirmedByRead && req.headers['idempotency-key'] === undefined) {
+          req.caller = callerPendingConfirmation(callerOf(req, key), {
+            keyId: key.keyId,
+            settle: async (state) => {
+              assertKeyUsable(ctx, state);
+              await admit(reply, key, changes);
+            },
+          });
+          return;
+        }
+        assertKeyUsable(ctx, await keyRows(ctx.db).states.load(key.keyId));
+      } else {
+        req.knownKey = key = await lookupKey({ ctx, input: { digest, cache } });
       }
+      await admit(reply, key, changes);
+    } catch (err) {
+      return refuse(req, reply, err);
     }
-    req.apiKey = key;
-    if (!limits) return;
-    const s = await limits.perShop.consume(key.shopId);
-    if (!s) return;
-    if (!key.verified) req.shopLimitCharge = s;
-    setLimitHeaders(reply, s);
-    if (s.exceeded) {
-      // A 429 says the key is good: confirm it first, as every other answer does.
-      try {
-        await verifyKey({ ctx, input: key });
-      } catch (err) {
-        if (err instanceof AuthError) return refuse(req, reply, err);
-        throw err;
-      }
-      metrics?.rateLimited('shop');
-      return sendError(reply, rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`));
-    }
+    req.caller = callerOf(req, key);
   };
-
-  // The backstop: nothing leaves for an unconfirmed key until the database has confirmed it.
-  const confirmBeforeSending: onSendHookHandler = (req, reply, payload, done) => {
-    const key = req.apiKey;
-    // A 5xx says nothing about the key or the data (and the database it would ask is likely the trouble).
-    if (!key || reply.statusCode >= 500) return done(null, payload);
-    if (key.verified) {
-      const touching = accepted(req, key);
-      if (!touching) return done(null, payload);
-      touching.then(() => done(null, payload));
-      return;
-    }
-    verifyKey({ ctx, input: key }).then(
-      async () => {
-        await accepted(req, key);
-        done(null, payload);
-      },
-      async (err: unknown) => {
-        const refusal = err instanceof AuthError ? err : toServiceError(err, req);
-        if (err instanceof AuthError) await recordRefusal(req, reply, err);
-        if (refusal.headers) reply.headers(refusal.headers);
-        reply.code(refusal.status).type('application/json; charset=utf-8');
-        done(null, JSON.stringify(errorBody(refusal, String(req.id))));
-      },
-    );
-  };
-
-  // Refusals thrown by an operation (its statement found the key revoked, or the plan gone).
-  app.addHook('onError', async (req, reply, err) => {
-    if (err instanceof AuthError && req.apiKey) await recordRefusal(req, reply, err);
-  });
 
   app.addHook('onRoute', (route) => {
     if (!usesApiKey(route.url)) return;
-    route.onRequest = appendHook(route.onRequest, gate);
-    route.onSend = appendHook(route.onSend, confirmBeforeSending);
+    route.onRequest = appendHook(route.onRequest, (req: FastifyRequest, reply: FastifyReply) => gate(req, reply, true));
   });
 
-  /**
-   * The gate for a request no route matched (an unknown path, a wrong method): true when it has been answered (a
-   * refusal or a 429). Otherwise the key is confirmed here, since no statement of an operation will, and the caller
-   * answers 404 or 405 with the shop's RateLimit headers.
-   */
-  const guardUnmatched = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
-    await gate(req, reply);
-    if (reply.sent) return true;
-    const key = req.apiKey;
-    if (!key) return false;
-    try {
-      await verifyKey({ ctx, input: key });
-    } catch (err) {
-      if (!(err instanceof AuthError)) throw err;
-      await refuse(req, reply, err);
-      return true;
-    }
-    await accepted(req, key);
-    return false;
+  return {
+    cache,
+    async guardUnmatched(req, reply) {
+      await gate(req, reply, false);
+      return reply.sent;
+    },
+    async beforeErrorResponse(req, reply, err) {
+      let final = err;
+      if (req.caller && err.status < 500 && !(err instanceof AuthError)) {
+        try {
+          await confirmPending(ctx, req.caller);
+        } catch (refusal) {
+          if (!(refusal instanceof ServiceError)) throw refusal;
+          final = refusal;
+        }
+      }
+      if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
+      return final;
+    },
   };
-  return { cache, guardUnmatched };
 }

@@ -3,8 +3,8 @@ import FindMyWay from 'find-my-way';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDatabaseUnavailable } from '../db/client.js';
-import { MESSAGES, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
-import { scrubKeys } from './logging.js';
+import { errorEnvelope, invalidInput, MESSAGES, ServiceError, type ErrorDetail } from '../domain/errors.js';
+import { mentionsKey } from '../domain/keys.js';
 
 /** The envelope of every error on every surface (PRODUCT §4). */
 export const ErrorEnvelope = z
@@ -18,20 +18,9 @@ export const ErrorEnvelope = z
   })
   .meta({ id: 'Error' });
 
-/** The envelope's body for `err`. Messages may echo what the client sent (an unknown action, an unknown field name): never a key. */
-export function errorBody(err: ServiceError, requestId: string): { error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } } {
-  const body: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } = {
-    code: err.code,
-    message: scrubKeys(err.message),
-    requestId,
-  };
-  if (err.details?.length) body.details = err.details.map((d) => ({ path: scrubKeys(d.path), message: scrubKeys(d.message) }));
-  return { error: body };
-}
-
 export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
-  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err, String(reply.request.id)));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorEnvelope(err, String(reply.request.id)));
 }
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
@@ -52,9 +41,7 @@ export function toServiceError(err: unknown, req: FastifyRequest): ServiceError 
   if (err instanceof ServiceError) return err;
   const fe = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fe)) {
-    const details = validationDetails(fe);
-    const first = details[0];
-    return new ServiceError('invalid_request', `Invalid request: ${first ? `${first.path ? first.path + ' ' : ''}${first.message}` : 'bad input'}.`, { details });
+    return invalidInput(validationDetails(fe));
   }
   if (fe?.statusCode === 413 || fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return new ServiceError('payload_too_large', 'The request body is larger than 16 KiB.');
@@ -90,7 +77,11 @@ export type NotFoundHandler = (req: FastifyRequest, reply: FastifyReply) => Fast
  * handler of its own (the admin UI's page fallback) can defer to it, and the caller installs it (after whatever
  * it composes it with).
  */
-export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  /** A last step before an error is answered (the key gate's: confirm a pending caller, record a refusal). */
+  beforeErrorResponse?: (req: FastifyRequest, reply: FastifyReply, err: ServiceError) => Promise<ServiceError>,
+): NotFoundHandler {
   const known = FindMyWay({ ignoreTrailingSlash: false });
   app.addHook('onRoute', (route) => {
     for (const m of [route.method].flat()) {
@@ -103,7 +94,10 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
     }
   });
 
-  app.setErrorHandler((err, req, reply) => sendError(reply, toServiceError(err, req)));
+  app.setErrorHandler(async (err, req, reply) => {
+    const mapped = toServiceError(err, req);
+    return sendError(reply, beforeErrorResponse ? await beforeErrorResponse(req, reply, mapped) : mapped);
+  });
 
   const notFound: NotFoundHandler = (req, reply) => {
     const path = req.url.split('?')[0];
@@ -114,7 +108,7 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
       reply.header('allow', allowed.join(', '));
       return sendError(reply, new ServiceError('method_not_allowed', `${req.method} is not allowed here. Allowed: ${allowed.join(', ')}.`));
     }
-    return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${path.includes('svc_live_') ? '[redacted]' : path.slice(0, 200)}.`));
+    return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${mentionsKey(path) ? '[redacted]' : path.slice(0, 200)}.`));
   };
   return notFound;
 }

@@ -1,9 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import type { ServiceContext } from '../services/context.js';
+import { faviconRoute } from './favicon.js';
 
-/** /healthz: the process is up. /readyz: the database answers (503 `unavailable` when it does not). */
+/**
+ * /healthz: the process is up. /readyz: the database answers (503 `unavailable` when it does not). Also the other
+ * root-level route outside the API, the admin and MCP: /favicon.ico, which browsers request by themselves.
+ */
 export async function healthRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
+  faviconRoute(app);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async () => {
     try {

@@ -1,18 +1,30 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { z } from 'zod';
+import type { IdempotencyRecord } from '../db/commitContractChange.js';
 import { ServiceError } from '../domain/errors.js';
-import { verifyKey } from '../services/authenticateApiKey.js';
 import type { ServiceContext } from '../services/context.js';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
-  idempotencyKeyDigest,
   releaseIdempotencyKey,
   requestFingerprint,
-  type AtomicCompletion,
-} from '../services/idempotencyKeys.js';
+} from '../services/idempotency.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The Idempotency-Key this request claimed: a route whose service records its result passes it on. */
+    idempotency?: IdempotencyRecord;
+  }
+  interface FastifyContextConfig {
+    /**
+     * A route whose service records its result with its effect (services/idempotency.ts): a 200 is already kept,
+     * and a replay renders the response from the recorded result with `render`, as the route renders a fresh one.
+     */
+    recordsResult?: { render(result: unknown): unknown };
+  }
+}
 
 /** 1 to 255 printable ASCII characters (space to tilde). */
 const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
@@ -37,28 +49,13 @@ export const IdempotencyKeyHeader = z.object({
 export const takesIdempotencyKey = (route: Pick<RouteOptions, 'url' | 'method'>) =>
   route.url.startsWith('/api/v1/') && [route.method].flat().includes('POST');
 
-type Claim = { shopId: string; key: string; requestId: string; completion: AtomicCompletion<unknown> };
-
-const CLAIMS = new WeakMap<FastifyRequest, Claim>();
-
 /**
- * For a route whose operation can record its own response (the contract actions): the claimed Idempotency-Key of
- * this request, if any. `render` is how the route turns the operation's result into the body it sends.
- */
-export function atomicCompletion<T>(req: FastifyRequest, render: (result: T) => unknown): AtomicCompletion<T> | undefined {
-  const claim = CLAIMS.get(req);
-  if (!claim) return undefined;
-  claim.completion.body = (result) => JSON.stringify(render(result as T));
-  return claim.completion as AtomicCompletion<T>;
-}
-
-/**
- * Wires the idempotency rules into the routes that take a key: a route-level preHandler, after authentication and
- * the rate limit, claims the key (or answers with the replay, 409 or 422), and a route-level onSend keeps the
- * response. 2xx and 4xx responses are kept: they are the outcome of the request and a retry must not change it.
- * 5xx responses are not (as Stripe): the action's changes commit in one transaction with its event, so a 5xx means
- * nothing happened, and releasing the key lets the client's retry succeed. Requests without the header are
- * untouched.
+ * Wires the idempotency rules (services/idempotency.ts) into the routes that take a key: a route-level preHandler,
+ * after authentication and the rate limit, claims the key (or answers with the replay, 409 or 422), and a
+ * route-level onSend keeps any outcome the service did not record itself. 2xx and 4xx outcomes are kept: they are
+ * the outcome of the request and a retry must not change it. 5xx responses are not (as Stripe): a change commits in
+ * one transaction with its events, so a 5xx means nothing happened, and releasing the key lets the client's retry
+ * succeed. Requests without the header are untouched.
  */
 export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics }): void {
   const { ctx, metrics } = opts;
@@ -73,12 +70,12 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
         details: [{ path: 'idempotency-key', message: KEY_RULE }],
       });
     }
-    // Authentication runs first on every route that takes a key; without a shop there is nothing to scope to.
-    if (!req.apiKey) return;
-    // Nothing is stored for a key that is no longer usable (its refusal is never kept, nor replayed).
-    await verifyKey({ ctx, input: req.apiKey });
+    // Authentication runs first on every route that takes a key, and confirms the key before a claim (the gate):
+    // nothing is stored for a key that is not usable, and without a shop there is nothing to scope to.
+    const caller = req.caller;
+    if (!caller) return;
     const input = {
-      shopId: req.apiKey.shopId,
+      shopId: caller.shopId,
       key,
       requestId: String(req.id),
       requestHash: requestFingerprint({ method: req.method, path: req.url.split('?')[0], body: req.body }),
@@ -91,27 +88,29 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
       throw err;
     }
     if (result.kind === 'claimed') {
-      const completion = { shopId: input.shopId, keyDigest: idempotencyKeyDigest(key), requestId: input.requestId, body: () => '', recorded: false };
-      CLAIMS.set(req, { shopId: input.shopId, key, requestId: input.requestId, completion });
+      req.idempotency = result.record;
       metrics?.idempotency('executed');
       return;
     }
     metrics?.idempotency('replayed');
+    const { recorded } = result;
+    const render = req.routeOptions.config.recordsResult?.render;
+    const body = 'result' in recorded && render ? JSON.stringify(render(recorded.result)) : withRequestId((recorded as { body: string }).body, String(req.id));
     reply.header('idempotent-replayed', 'true').header('original-request-id', result.originalRequestId);
-    return reply.code(result.statusCode).type('application/json; charset=utf-8').send(withRequestId(result.body, String(req.id)));
+    return reply.code(result.statusCode).type('application/json; charset=utf-8').send(body);
   };
 
   const keep = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const held = CLAIMS.get(req);
-    if (!held) return payload;
-    CLAIMS.delete(req);
-    // The operation recorded its response in the commit of its effect: nothing left to do.
-    if (held.completion.recorded && reply.statusCode === 200) return payload;
+    const record = req.idempotency;
+    if (!record) return payload;
+    req.idempotency = undefined;
+    // The service recorded its result in the commit of its effect: nothing left to do.
+    if (reply.statusCode === 200 && req.routeOptions.config.recordsResult) return payload;
     try {
-      if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: held });
+      if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: { record } });
       else {
         const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
-        await completeIdempotencyKey({ ctx, input: { ...held, statusCode: reply.statusCode, body } });
+        await completeIdempotencyKey({ ctx, input: { record, statusCode: reply.statusCode, body } });
       }
     } catch (err) {
       // The response still goes out; the key stays in progress until the lock timeout lets a retry take it over.

@@ -1,11 +1,7 @@
 import pino, { type Logger } from 'pino';
+import { scrubKeys } from '../domain/keys.js';
 
-const KEY_ANYWHERE = /svc_live_[0-9A-Za-z]*/g;
-
-/** Replaces anything that looks like an API key; the last line of defence for every log line. */
-export function scrubKeys(text: string): string {
-  return text.includes('svc_live_') ? text.replace(KEY_ANYWHERE, 'svc_live_[REDACTED]') : text;
-}
+export { scrubKeys };
 
 // A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
 const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;

@@ -5,14 +5,14 @@ import type { Database } from '../db/client.js';
 import { ServiceError } from '../domain/errors.js';
 import type { AuthFailureReason } from '../services/authenticateApiKey.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
-import { hotStatements } from '../services/hotStatements.js';
+import { batchedStatements } from '../db/batchedStatements.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
 
 export type MetricsOptions = {
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
   token?: string;
-  /** The resume scheduler's running totals (ResumeScheduler.stats), read at each scrape. */
+  /** The resume scheduler's running totals (ResumeSweep.stats), read at each scrape. */
   schedulerStats?: () => SchedulerStats;
   /**
    * Node process metrics (CPU, memory, event loop lag, GC). Off unless asked for (main turns them on): their
@@ -111,7 +111,7 @@ export class AppMetrics {
           registers,
           collect() {
             this.reset();
-            for (const [statement, b] of Object.entries(hotStatements(db))) this.inc({ statement }, read(b.stats));
+            for (const [statement, b] of Object.entries(batchedStatements(db))) this.inc({ statement }, read(b.stats));
           },
         });
       batchTotal('svc_db_batched_statements_total', 'Hot statements run, each for a batch of concurrent callers.', (s) => s.batches);

@@ -12,8 +12,6 @@ export interface RateLimitStore {
   increment(key: string, ttlMs: number): Promise<number>;
   /** The count of `key`, 0 when there is none. */
   get(key: string): Promise<number>;
-  /** Takes one back from `key` if it still exists (a request counted, then found not to count). */
-  decrement(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,11 +42,6 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return entry && entry.expiresAt > this.clock.now().getTime() ? entry.count : 0;
   }
 
-  async decrement(key: string): Promise<void> {
-    const entry = this.counters.get(key);
-    if (entry && entry.count > 0) entry.count--;
-  }
-
   async close(): Promise<void> {
     this.counters.clear();
   }
@@ -69,14 +62,8 @@ local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`;
 
-// DECR only a counter that still exists and is above zero: never creates one without an expiry.
-const DECREMENT = `
-if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then return redis.call('DECR', KEYS[1]) end
-return 0`;
-
 type WithIncrement = Redis & {
   svcRateLimitIncrement(key: string, ttlMs: number): Promise<number>;
-  svcRateLimitDecrement(key: string): Promise<number>;
 };
 
 /** Counters shared by every instance on one Redis. */
@@ -89,7 +76,6 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly prefix = 'svc:ratelimit:',
   ) {
     redis.defineCommand('svcRateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
-    redis.defineCommand('svcRateLimitDecrement', { numberOfKeys: 1, lua: DECREMENT });
     this.redis = redis as WithIncrement;
   }
 
@@ -99,10 +85,6 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   async get(key: string): Promise<number> {
     return Number((await this.redis.get(this.prefix + key)) ?? 0);
-  }
-
-  async decrement(key: string): Promise<void> {
-    await this.redis.svcRateLimitDecrement(this.prefix + key);
   }
 
   async close(): Promise<void> {
@@ -126,8 +108,6 @@ export function connectRedis(url: string, onError: (err: Error) => void): Redis 
   return redis;
 }
 
-/** A LimitState from consume(), naming the counter it was counted on. */
-export type CountedState = LimitState & { counter: string };
 
 export type LimitState = {
   limit: number;
@@ -167,20 +147,15 @@ export class FixedWindowLimiter {
   }
 
   /** Counts one request for `subject` and says whether it is within the limit. */
-  async consume(subject: string): Promise<CountedState | null> {
+  async consume(subject: string): Promise<LimitState | null> {
     const w = this.window(subject);
     try {
       const count = await this.store.increment(w.key, w.ttlMs);
-      return { limit: this.opts.limit, remaining: Math.max(0, this.opts.limit - count), resetSeconds: w.resetSeconds, exceeded: count > this.opts.limit, counter: w.key };
+      return { limit: this.opts.limit, remaining: Math.max(0, this.opts.limit - count), resetSeconds: w.resetSeconds, exceeded: count > this.opts.limit };
     } catch (err) {
       this.opts.onStoreError?.(err as Error);
       return null;
     }
-  }
-
-  /** Takes back a request `consume` counted (in the window it was counted in), for one that turns out not to count. */
-  async refund(counted: CountedState): Promise<void> {
-    await this.store.decrement(counted.counter).catch((err: Error) => this.opts.onStoreError?.(err));
   }
 
   /** The current state for `subject`, counting nothing. */

@@ -1,7 +1,8 @@
 import type { ContractStatus } from '../domain/contract.js';
 import type { Contract, ContractEvent } from '../domain/resources.js';
 import { actOnContract } from '../services/actOnContract.js';
-import type { Caller, ServiceContext } from '../services/context.js';
+import type { Caller } from '../services/caller.js';
+import type { ServiceContext } from '../services/context.js';
 import { getContract } from '../services/getContract.js';
 import { listContractEvents } from '../services/listContractEvents.js';
 import { listContracts } from '../services/listContracts.js';
@@ -22,12 +23,10 @@ export type ContractOperations = {
 
 /** The services, for one authenticated caller: the same functions the HTTP routes call. */
 export function serviceOperations(ctx: ServiceContext, caller: Caller): ContractOperations {
-  const { shopId, key } = caller;
   return {
-    getContract: (contractId) => getContract({ ctx, input: { shopId, contractId, key } }),
-    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { shopId, status, limit, cursor, key } }),
-    actOnContract: (contractId, body) => actOnContract({ ctx, input: { ...caller, contractId, body } }),
-    listContractEvents: (contractId, { limit, cursor }) =>
-      listContractEvents({ ctx, input: { shopId, contractId, limit, cursor, key } }),
+    getContract: (contractId) => getContract({ ctx, input: { caller, contractId } }),
+    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { caller, status, limit, cursor } }),
+    actOnContract: (contractId, body) => actOnContract({ ctx, input: { caller, contractId, body } }),
+    listContractEvents: (contractId, { limit, cursor }) => listContractEvents({ ctx, input: { caller, contractId, limit, cursor } }),
   };
 }

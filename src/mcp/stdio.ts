@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
-import { isWellFormedKey } from '../domain/keys.js';
+import { isWellFormedKey, mentionsKey } from '../domain/keys.js';
 import { httpOperations } from './apiClient.js';
-import { buildToolServer, type ToolCallContext } from './server.js';
+import { answer, readMessage, type Exchange } from './dispatch.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000';
 
@@ -18,7 +19,7 @@ function baseUrlProblem(value: string): string | null {
     return 'is not a URL';
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http:// or https:// URL';
-  if (/svc_live_/i.test(value)) return 'must not contain an API key (set the key in SVC_API_KEY only)';
+  if (mentionsKey(value)) return 'must not contain an API key (set the key in SVC_API_KEY only)';
   if (url.search || url.hash) return 'must be the server\'s base URL, without a query or fragment';
   return null;
 }
@@ -68,26 +69,40 @@ export async function runMcpStdio(
     io.err(`svc mcp-stdio: warning: ${e.message}`);
   }
 
-  const call: ToolCallContext = {
-    ops,
-    toServiceError: (err) => {
-      if (err instanceof ServiceError) return err;
-      io.err(`svc mcp-stdio: unexpected error: ${(err as Error).message}`);
-      return new ServiceError('internal_error', MESSAGES.internal);
-    },
+  const toServiceError = (err: unknown): ServiceError => {
+    if (err instanceof ServiceError) return err;
+    io.err(`svc mcp-stdio: unexpected error: ${(err as Error).message}`);
+    return new ServiceError('internal_error', MESSAGES.internal);
   };
-  // Each tool call gets an id of its own for errors raised here (the API unreachable): refusals from the API keep the
-  // API's request id, the one its logs know.
-  const server = buildToolServer(() => ({ ...call, requestId: `stdio-${randomUUID()}` }));
-  const transport = new StdioServerTransport(streams.stdin, streams.stdout);
-  const closed = new Promise<void>((resolve) => {
-    server.onclose = resolve;
+  // Each message gets an id of its own for errors raised here (the API unreachable): refusals from the API keep the
+  // API's request id, the one its logs know. The key's access is the API's to check: every tool is listed.
+  const exchange = (): Exchange => ({ ops, toServiceError, requestId: `stdio-${randomUUID()}` });
+
+  // The stdio transport of MCP: one JSON-RPC message per line each way. Messages are answered as they come, each
+  // answer written when it is ready, as the SDK's server does.
+  const lines = createInterface({ input: streams.stdin, crlfDelay: Infinity });
+  const underway = new Set<Promise<void>>();
+  lines.on('line', (line) => {
+    if (!line.trim()) return;
+    let message;
+    try {
+      message = readMessage(JSON.parse(line));
+    } catch {
+      message = null;
+    }
+    if (!message) {
+      io.err('svc mcp-stdio: ignored a line that is not a JSON-RPC 2.0 message.');
+      return;
+    }
+    const answering = answer(message, exchange()).then((json) => {
+      if (json !== null) streams.stdout.write(`${json}\n`);
+    });
+    underway.add(answering);
+    void answering.finally(() => underway.delete(answering));
   });
-  server.onerror = (err) => io.err(`svc mcp-stdio: ${err.message}`);
-  // The SDK's stdio transport does not watch for the end of input: the client going away ends the server.
-  streams.stdin.once('end', () => void server.close());
-  await server.connect(transport);
   io.err(`svc mcp-stdio: serving the svc tools on stdio, calling ${baseUrl}.`);
-  await closed;
+  // The client closing stdin ends the server, once the answers under way are written.
+  await once(lines, 'close');
+  await Promise.all(underway);
   return 0;
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { CancelAction, PauseAction, RescheduleAction } from '../domain/actions.js';
+import { ContractId as ContractIdRule } from '../domain/contractId.js';
+import { PAGE_LIMIT, PageLimit } from '../domain/paging.js';
 import { Contract, ContractEvent } from '../domain/resources.js';
 import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
 import type { ContractOperations } from './operations.js';
@@ -10,13 +12,10 @@ import type { ContractOperations } from './operations.js';
  * runs them on the services, the stdio server on the HTTP API. Field rules come from the same schemas the API uses.
  */
 
-const ContractId = z
-  .string()
-  .regex(/^\d{1,19}$/, 'must be a string of 1 to 19 digits')
-  .describe('The subscription contract id: a string of 1 to 19 digits, e.g. "4242" (the "id" field of a contract).');
+const ContractId = ContractIdRule.describe('The subscription contract id: a string of 1 to 19 digits, e.g. "4242" (the "id" field of a contract).');
 
 const Limit = (what: string) =>
-  z.number().int().min(1).max(100).optional().describe(`How many ${what} to return, 1 to 100 (default 50).`);
+  PageLimit.optional().describe(`How many ${what} to return, ${PAGE_LIMIT.min} to ${PAGE_LIMIT.max} (default ${PAGE_LIMIT.default}).`);
 const Cursor = ListContractsQuery.shape.cursor.describe(
   'Omit for the first page; to get the next page pass the nextCursor returned by the previous call.',
 );

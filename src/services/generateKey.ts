@@ -3,19 +3,19 @@ import { apiKeys, shops } from '../db/schema.js';
 import { MAX_ACTIVE_KEYS } from '../domain/access.js';
 import { invalidRequest, MESSAGES, ServiceError } from '../domain/errors.js';
 import { keyDigest, newRawKey } from '../domain/keys.js';
-import { toApiKey, type ApiKey } from '../domain/resources.js';
+import { toApiKey, type ApiKey, type KeyAccess } from '../domain/resources.js';
 import type { ServiceCall } from './context.js';
 import { shopApiAccess } from './shops.js';
 
 /**
- * Creates an API key for a shop. The raw key is returned once, here, and never again: only its SHA-256 digest is
+ * Creates an API key for a shop, read-write unless asked read-only (fixed for the key's life). The raw key is returned once, here, and never again: only its SHA-256 digest is
  * stored. The shop row is locked while the active keys are counted, so the limit of 5 holds under concurrent
  * requests and across instances sharing one PostgreSQL.
  */
 export async function generateKey({
   ctx,
   input,
-}: ServiceCall<{ shopId: string; name?: string | null }>): Promise<{ key: ApiKey; secret: string }> {
+}: ServiceCall<{ shopId: string; name?: string | null; access?: KeyAccess }>): Promise<{ key: ApiKey; secret: string }> {
   const name = input.name?.trim() || null;
   if (name !== null && name.length > 100) throw invalidRequest('The key name must be at most 100 characters.', [{ path: 'name', message: 'at most 100 characters' }]);
   return ctx.db.orm.transaction(async (tx) => {
@@ -35,7 +35,7 @@ export async function generateKey({
     const secret = newRawKey();
     const [row] = await tx
       .insert(apiKeys)
-      .values({ shopId: input.shopId, name, digest: keyDigest(secret), createdAt: ctx.clock.now() })
+      .values({ shopId: input.shopId, name, access: input.access ?? 'read_write', digest: keyDigest(secret), createdAt: ctx.clock.now() })
       .returning();
     return { key: toApiKey(row), secret };
   });

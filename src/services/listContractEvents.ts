@@ -1,20 +1,21 @@
 import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import { contractEvents } from '../db/schema.js';
+import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { toContractEvent, type ContractEvent } from '../domain/resources.js';
-import type { KeyCheck, ServiceCall } from './context.js';
+import type { Caller } from './caller.js';
+import type { ServiceCall } from './context.js';
 import { getContract } from './getContract.js';
-import { decodeCursor, encodeCursor } from './listContracts.js';
 
-/** A contract's history, newest first, paged. Reading it first settles a due scheduled resume. */
+/** A contract's history, newest first, paged. Reading it first settles a due scheduled resume (and not_found). */
 export async function listContractEvents({
   ctx,
   input,
-}: ServiceCall<{ shopId: string; contractId: string; limit?: number; cursor?: string; key?: KeyCheck }>): Promise<{
+}: ServiceCall<{ caller: Caller; contractId: string; limit?: number; cursor?: string }>): Promise<{
   events: ContractEvent[];
   nextCursor: string | null;
 }> {
   await getContract({ ctx, input });
-  const limit = input.limit ?? 50;
+  const limit = input.limit ?? PAGE_LIMIT.default;
   const before = input.cursor ? decodeCursor(input.cursor) : null;
   const rows = await ctx.db.orm
     .select()
@@ -22,15 +23,12 @@ export async function listContractEvents({
     .where(
       and(
         eq(contractEvents.contractId, input.contractId),
-        eq(contractEvents.shopId, input.shopId),
+        eq(contractEvents.shopId, input.caller.shopId),
         before ? lt(contractEvents.id, before) : sql`true`,
       ),
     )
     .orderBy(desc(contractEvents.id))
     .limit(limit + 1);
-  const page = rows.slice(0, limit);
-  return {
-    events: page.map(toContractEvent),
-    nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
-  };
+  const { items, nextCursor } = toPage(rows, limit, toContractEvent);
+  return { events: items, nextCursor };
 }

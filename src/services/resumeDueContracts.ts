@@ -1,39 +1,34 @@
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import { contracts } from '../db/schema.js';
+import { changeContract } from './changeContract.js';
 import type { ServiceCall } from './context.js';
-import { writeTransitions } from './contractStore.js';
 
 /**
- * Resumes paused contracts whose `resumeAt` has passed, oldest first, up to `limit`. Rows are taken with
- * FOR UPDATE SKIP LOCKED and re-checked under the lock, so any number of sweepers (and the lazy resume on reads)
- * resume each contract exactly once. Catches up on whatever a stopped process missed. Returns how many it resumed
- * and how late the oldest was. `wait` (used by reads) waits for rows another sweeper holds instead of skipping
- * them, so the caller sees them resumed.
+ * Resumes paused contracts whose `resumeAt` has passed, oldest first, up to `limit`, each through the change path:
+ * concurrent resumes go out as one batched write, and a contract that another writer changed meanwhile is planned
+ * again under its lock, where it is no longer due. So any number of sweepers (and the lazy resume on reads) resume
+ * each contract exactly once. Catches up on whatever a stopped process missed. `wait` (reads) waits for a contract
+ * another writer holds instead of skipping it, so the caller sees it resumed. Returns how many it resumed and how
+ * late the oldest was.
  */
 export async function resumeDueContracts({
   ctx,
   input,
 }: ServiceCall<{ limit?: number; shopId?: string; wait?: boolean }>): Promise<{ resumed: number; maxLagMs: number }> {
   const now = ctx.clock.now();
-  return ctx.db.orm.transaction(async (tx) => {
-    const due = await tx
-      .select()
-      .from(contracts)
-      .where(
-        and(
-          eq(contracts.status, 'PAUSED'),
-          lte(contracts.resumeAt, now),
-          input.shopId ? eq(contracts.shopId, input.shopId) : sql`true`,
-        ),
-      )
-      .orderBy(asc(contracts.resumeAt))
-      .limit(input.limit ?? 200)
-      .for('update', input.wait ? {} : { skipLocked: true });
-    let maxLagMs = 0;
-    for (const row of due) {
-      maxLagMs = Math.max(maxLagMs, now.getTime() - row.resumeAt!.getTime());
-      await writeTransitions(tx, row, [], now);
-    }
-    return { resumed: due.length, maxLagMs };
-  });
+  const due = await ctx.db.orm
+    .select()
+    .from(contracts)
+    .where(and(eq(contracts.status, 'PAUSED'), lte(contracts.resumeAt, now), input.shopId ? eq(contracts.shopId, input.shopId) : sql`true`))
+    .orderBy(asc(contracts.resumeAt))
+    .limit(input.limit ?? 200);
+  const results = await Promise.all(
+    due.map((row) =>
+      changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: { action: null }, skipLocked: !input.wait }).then((r) =>
+        r?.changed ? now.getTime() - row.resumeAt!.getTime() : null,
+      ),
+    ),
+  );
+  const lags = results.filter((lag): lag is number => lag !== null);
+  return { resumed: lags.length, maxLagMs: lags.length ? Math.max(...lags) : 0 };
 }

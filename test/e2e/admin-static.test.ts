@@ -84,9 +84,32 @@ describe('admin UI: served at /admin', () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('<meta name="shopify-api-key" content="key-with-&quot;quote&lt;" />');
     const head = res.body.slice(0, res.body.indexOf('</head>'));
-    expect(head.indexOf('<script src="https://cdn.shopify.com/shopifycloud/app-bridge.js"></script>')).toBeGreaterThan(0);
+    // App Bridge is written in synchronously, unless the page was opened with an admin link (test/e2e/admin-link.test.ts).
+    const firstScript = head.slice(head.indexOf('<script'));
+    expect(firstScript).toMatch(/^<script>\(function\(\)\{.*document\.write\('<script src="https:\/\/cdn\.shopify\.com\/shopifycloud\/app-bridge\.js"><\\\/script>'\)/);
     expect(head.indexOf('app-bridge.js')).toBeLessThan(head.indexOf('type="module"'));
     expect(res.headers['content-security-policy']).toContain('frame-ancestors https://admin.shopify.com https://*.myshopify.com');
+  });
+
+  it('serves the site icon: /favicon.ico (a 32×32 PNG in an ICO) and the SVG the admin page names', async () => {
+    const ico = await t.inject({ url: '/favicon.ico' });
+    expect(ico.statusCode).toBe(200);
+    expect(ico.headers['content-type']).toBe('image/x-icon');
+    const bytes = ico.rawPayload;
+    // ICONDIR: reserved 0, type 1 (icon), one image of 32×32 whose data is a PNG at the offset the entry names.
+    expect([bytes.readUInt16LE(0), bytes.readUInt16LE(2), bytes.readUInt16LE(4), bytes[6], bytes[7]]).toEqual([0, 1, 1, 32, 32]);
+    const png = bytes.subarray(bytes.readUInt32LE(18));
+    expect(png.length).toBe(bytes.readUInt32LE(14));
+    expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+    expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([32, 32]);
+
+    const page = await t.inject({ url: '/admin', headers: { accept: 'text/html' } });
+    const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)"/.exec(page.body)?.[1];
+    expect(href).toBe('/admin/favicon.svg');
+    const svg = await t.inject({ url: href! });
+    expect(svg.statusCode).toBe(200);
+    expect(svg.headers['content-type']).toBe('image/svg+xml');
+    expect(svg.body).toMatch(/^<svg [^>]*viewBox="0 0 32 32"/);
   });
 
   it('without a build, /admin says to run npm run build:web (HTML for browsers, the envelope otherwise) and the rest works', async () => {

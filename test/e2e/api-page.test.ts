@@ -48,6 +48,38 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     }
   };
 
+  it('generates a read-only key: the table says so, the key reads contracts and every change is 403 insufficient_scope', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    const [contract] = await s.t.seed(shopId, 1);
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const dialog = page.getByRole('dialog');
+    await page.getByLabel('Key name (optional)').fill('Reporting');
+    await dialog.getByText('Read only', { exact: true }).click();
+    expect(await dialog.getByLabel('Read only').isChecked()).toBe(true);
+    await screenshot(page, 'api-generate-read-only');
+    await dialog.getByRole('button', { name: 'Generate key' }).click();
+    await dialog.getByText('This key will not be shown again').waitFor();
+    const secret = await dialog.getByRole('textbox').inputValue();
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const row = page.getByRole('row', { name: /Reporting/ });
+    await row.getByText('Read only').waitFor();
+    await screenshot(page, 'api-read-only-listed');
+
+    expect((await callApi(secret)).status).toBe(200);
+    const change = await fetch(`${s.base}/api/v1/subscription-contracts/${contract.id}/actions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ action: 'pause' }),
+    });
+    expect(change.status).toBe(403);
+    expect((await change.json()).error.code).toBe('insufficient_scope');
+    afterEach();
+  });
+
   it('generates a key shown once, copies it, revokes it; the key works until then and gets 401 after', async () => {
     const { domain } = await shopOn('enterprise');
     const t = await tab({ clipboard: true });

@@ -1,7 +1,8 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { createLogger } from '../../src/http/logging.js';
-import type { Clock, ServiceContext } from '../../src/services/context.js';
+import type { KeyAccess } from '../../src/domain/resources.js';
+import { createServiceContext, type Clock, type ServiceContext } from '../../src/services/context.js';
 import { generateKey } from '../../src/services/generateKey.js';
 import { seedContracts } from '../../src/services/seedContracts.js';
 import { signSessionToken, type AppCredentials } from '../../src/services/sessionTokens.js';
@@ -41,8 +42,8 @@ export type TestApp = {
   logs: string[];
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   sessionToken(shop: string, opts?: { ttlSeconds?: number }): Promise<string>;
-  /** A shop on `plan` with a fresh key: { shopId, domain, key, fingerprint }. */
-  shopWithKey(plan?: string): Promise<{ shopId: string; domain: string; key: string; fingerprint: string }>;
+  /** A shop on `plan` with a fresh key (read-write unless `access` says otherwise): { shopId, domain, key, fingerprint }. */
+  shopWithKey(plan?: string, opts?: { access?: KeyAccess }): Promise<{ shopId: string; domain: string; key: string; fingerprint: string }>;
   seed(shopId: string, count: number): Promise<{ id: string }[]>;
   close(): Promise<void>;
 };
@@ -61,7 +62,7 @@ export async function startTestApp(
   const clock = opts.clock ?? new TestClock();
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', sink: { write: (line) => logs.push(line) } });
-  const ctx: ServiceContext = { db: database.db, clock, freeUntil: opts.freeUntil ?? null, warn: (o, m) => logger.warn(o, m) };
+  const ctx: ServiceContext = createServiceContext({ db: database.db, clock, freeUntil: opts.freeUntil ?? null, warn: (o, m) => logger.warn(o, m) });
   const app = await buildApp({ ctx, credentials: TEST_CREDENTIALS, logger, extraRoutes: opts.extraRoutes, ...opts.appDeps });
   return {
     app,
@@ -71,10 +72,10 @@ export async function startTestApp(
     logs,
     inject: (o) => app.inject(o),
     sessionToken: (shop, o) => signSessionToken(TEST_CREDENTIALS, shop, { now: clock.now(), ttlSeconds: o?.ttlSeconds }),
-    async shopWithKey(plan = 'enterprise') {
+    async shopWithKey(plan = 'enterprise', o = {}) {
       const domain = uniqueShop();
       const shop = await setShopPlan({ ctx, input: { domain, plan: 'enterprise' } });
-      const { key, secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'test' } });
+      const { key, secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'test', access: o.access } });
       if (plan !== 'enterprise') await setShopPlan({ ctx, input: { domain, plan } });
       return { shopId: shop.id, domain, key: secret, fingerprint: key.fingerprint };
     },

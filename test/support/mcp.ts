@@ -1,8 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
+import { MESSAGES, ServiceError } from '../../src/domain/errors.js';
+import { INSTRUCTIONS, SERVER_INFO } from '../../src/mcp/dispatch.js';
+import type { ContractOperations } from '../../src/mcp/operations.js';
+import { callTool, TOOL_LIST } from '../../src/mcp/toolCalls.js';
 import type { TestApp } from './app.js';
 
 /** MCP tests talk to a real listening server: the SDK's client over real HTTP, or fetch for raw requests. */
@@ -56,3 +62,27 @@ export const callBody = (name: string, args: object, id: number | string = 1) =>
   method: 'tools/call',
   params: { name, arguments: args },
 });
+
+/**
+ * The SDK's own low-level Server with our tools, as /mcp once ran them: what our dispatch must answer like. `ask`
+ * sends one request and resolves with the server's response to it.
+ */
+export async function referenceServer(call: { ops: ContractOperations }) {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  const context = { ...call, requestId: 'reference', toServiceError: (e: unknown) => (e instanceof ServiceError ? e : new ServiceError('internal_error', MESSAGES.internal)) };
+  server.setRequestHandler(ListToolsRequestSchema, () => TOOL_LIST);
+  server.setRequestHandler(CallToolRequestSchema, (request) => callTool(request.params.name, request.params.arguments, context));
+  const [client, end] = InMemoryTransport.createLinkedPair();
+  await server.connect(end);
+  const waiting = new Map<unknown, (m: JSONRPCMessage) => void>();
+  client.onmessage = (m) => waiting.get((m as { id?: unknown }).id)?.(m);
+  await client.start();
+  return {
+    ask: (message: { id: string | number }) =>
+      new Promise<JSONRPCMessage>((resolve) => {
+        waiting.set(message.id, resolve);
+        void client.send(message as JSONRPCMessage);
+      }),
+    close: () => server.close(),
+  };
+}

@@ -6,10 +6,12 @@ export type ShopInfo = {
   shop: { domain: string; plan: string; apiAccess: { allowed: boolean; reason: ApiAccessReason; freePeriodEndsAt: string | null } };
   limits: { maxActiveKeys: number };
 };
+export type KeyAccess = 'read_write' | 'read_only';
 export type ApiKey = {
   id: string;
   name: string | null;
   fingerprint: string;
+  access: KeyAccess;
   status: 'active' | 'revoked';
   createdAt: string;
   lastUsedAt: string | null;
@@ -57,7 +59,7 @@ export class ApiError extends Error {
 export type AdminApi = {
   shop(): Promise<ShopInfo>;
   keys(): Promise<KeyList>;
-  generateKey(name: string | null): Promise<{ key: ApiKey; secret: string }>;
+  generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
   contracts(q: { status?: ContractStatus; cursor?: string; limit?: number }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
@@ -105,7 +107,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
   return {
     shop: () => call('GET', '/shop'),
     keys: () => call('GET', '/keys'),
-    generateKey: (name) => call('POST', '/keys', name ? { name } : {}),
+    generateKey: (name, access) => call('POST', '/keys', name ? { name, access } : { access }),
     revokeKey: (id) => call('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
     contracts: (q) => {
       const params = new URLSearchParams();

@@ -74,7 +74,15 @@ export function forgetStandaloneToken(): void {
   storage()?.removeItem(STORAGE_KEY);
 }
 
+/**
+ * An admin link's token (in the fragment, or taken from it earlier in this tab) comes first: it opens the page
+ * standalone in a plain tab even on a server set up for the shop admin (SHOPIFY_API_KEY), where App Bridge cannot
+ * work; the server's page then does not load App Bridge either (src/http/admin/static.ts). Otherwise, with the
+ * app's key in the page, App Bridge supplies the tokens.
+ */
 export function startSession(now: () => number = Date.now): SessionResult {
+  const token = takeFragmentToken();
+  if (token) return standaloneSession(token, now);
   const embeddedKey = document.querySelector<HTMLMetaElement>('meta[name="shopify-api-key"]')?.content;
   if (embeddedKey) {
     const bridge = window.shopify;
@@ -82,8 +90,10 @@ export function startSession(now: () => number = Date.now): SessionResult {
     const shop = bridge.config?.shop ?? new URLSearchParams(window.location.search).get('shop');
     return { session: { mode: 'embedded', shop, getToken: () => bridge.idToken() } };
   }
-  const token = takeFragmentToken();
-  if (!token) return { problem: { kind: 'missing' } };
+  return { problem: { kind: 'missing' } };
+}
+
+function standaloneSession(token: string, now: () => number): SessionResult {
   const claims = decodeClaims(token);
   const shop = shopOf(claims);
   const expiresAt = typeof claims?.exp === 'number' ? new Date(claims.exp * 1000) : null;

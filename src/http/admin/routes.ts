@@ -2,9 +2,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_ACTIVE_KEYS } from '../../domain/access.js';
+import { mentionsKey } from '../../domain/keys.js';
 import { ServiceError } from '../../domain/errors.js';
 import { StoredText } from '../../domain/text.js';
-import { ApiKey } from '../../domain/resources.js';
+import { ApiKey, KeyAccess } from '../../domain/resources.js';
+import type { Caller } from '../../services/caller.js';
 import type { ServiceContext } from '../../services/context.js';
 import { generateKey } from '../../services/generateKey.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
@@ -61,13 +63,15 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
 
   r.addHook('preHandler', async (req: FastifyRequest) => {
     const token = bearerToken(req.headers.authorization);
-    if (!token || token.startsWith('svc_live_')) {
+    if (!token || mentionsKey(token)) {
       throw new ServiceError('unauthorized', 'The admin API takes the platform session token, not an API key. Open the app from the shop admin.');
     }
     const { shopDomain } = await verifySessionToken(ctx, credentials, token);
     req.adminShop = await provisionShop({ ctx, input: { domain: shopDomain } });
   });
   const shopId = (req: FastifyRequest) => req.adminShop!.id;
+  // The merchant, signed in with the platform's session token: confirmed, and may change what the shop owns.
+  const caller = (req: FastifyRequest): Caller => ({ shopId: shopId(req), actor: { type: 'admin' }, access: 'read_write' });
   const tags = ['Admin'];
 
   r.get('/shop', {
@@ -95,7 +99,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     schema: {
       tags,
       // The body is optional (a bare POST generates an unnamed key); Fastify hands a missing body over as null.
-      body: z.strictObject({ name: StoredText(100).nullable().optional() }).nullish(),
+      body: z.strictObject({ name: StoredText(100).nullable().optional(), access: KeyAccess.optional() }).nullish(),
       response: {
         201: z.object({ key: ApiKey, secret: z.string().describe('The raw key. Sent this once and never again.') }),
         ...adminErrors,
@@ -104,7 +108,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       },
     },
     handler: async (req, reply) => {
-      const created = await generateKey({ ctx, input: { shopId: shopId(req), name: req.body?.name } });
+      const created = await generateKey({ ctx, input: { shopId: shopId(req), name: req.body?.name, access: req.body?.access } });
       // The secret must not linger in any cache between here and the merchant's screen.
       reply.header('cache-control', 'no-store');
       return reply.code(201).send(created);
@@ -118,12 +122,12 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
 
   r.get('/contracts', {
     schema: { tags, querystring: ListContractsQuery, response: { 200: ContractListResponse, ...adminErrors } },
-    handler: async (req) => listContracts({ ctx, input: { shopId: shopId(req), ...req.query } }),
+    handler: async (req) => listContracts({ ctx, input: { caller: caller(req), ...req.query } }),
   });
 
   r.get('/contracts/:contract_id/events', {
     schema: { tags, params: ContractIdParams, querystring: ListEventsQuery, response: { 200: EventListResponse, ...adminErrors } },
     handler: async (req) =>
-      listContractEvents({ ctx, input: { shopId: shopId(req), contractId: req.params.contract_id, ...req.query } }),
+      listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
   });
 }

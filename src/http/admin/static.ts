@@ -56,10 +56,26 @@ function indexLoader(distDir: string) {
   };
 }
 
-/** Embedded mode: App Bridge wants its key in a meta tag and its script first in <head>, loaded synchronously. */
+/**
+ * The key the page keeps a standalone session token under (web/src/auth.ts, STORAGE_KEY): a tab that opened an
+ * admin link keeps working standalone across reloads.
+ */
+const STANDALONE_TOKEN_KEY = 'svc.admin.sessionToken';
+
+/**
+ * Embedded mode: App Bridge wants its key in a meta tag and its script first in <head>, loaded synchronously. It
+ * works only inside the shop admin, so it is written into the page only when the page is not opened standalone: an
+ * operator's admin link (`#token=…`, which never reaches the server, or the token this tab already took from one)
+ * opens the screen in a plain browser tab even when SHOPIFY_API_KEY is set. `document.write` keeps the script
+ * parser-inserted and synchronous, as App Bridge requires, ahead of the app's own module.
+ */
 export function renderIndex(html: string, shopifyApiKey?: string): string {
   if (!shopifyApiKey) return html;
-  const tags = `<meta name="shopify-api-key" content="${escapeAttr(shopifyApiKey)}" />\n    <script src="${APP_BRIDGE_SCRIPT}"></script>`;
+  const loader =
+    `(function(){var s=new URLSearchParams(location.hash.slice(1)).has('token');` +
+    `try{s=s||!!sessionStorage.getItem('${STANDALONE_TOKEN_KEY}')}catch(e){}` +
+    `if(!s)document.write('<script src="${APP_BRIDGE_SCRIPT}"><\\/script>')})()`;
+  const tags = `<meta name="shopify-api-key" content="${escapeAttr(shopifyApiKey)}" />\n    <script>${loader}</script>`;
   return html.replace(/<head>/i, (m) => `${m}\n    ${tags}`);
 }
 
@@ -77,6 +93,15 @@ export async function adminUiRoutes(app: FastifyInstance, opts: AdminUiOptions) 
   const distDir = opts.distDir ?? DEFAULT_ADMIN_UI_DIR;
   const embedded = Boolean(opts.shopifyApiKey);
   const loadIndex = indexLoader(distDir);
+  let favicon: Buffer | null = null;
+  const loadFavicon = () => {
+    try {
+      favicon ??= readFileSync(path.join(distDir, 'favicon.svg'));
+    } catch {
+      // not built yet: 404 until it is
+    }
+    return favicon;
+  };
   if (!loadIndex()) app.log.warn({ distDir }, NOT_BUILT);
 
   await app.register(fastifyStatic, {
@@ -87,6 +112,13 @@ export async function adminUiRoutes(app: FastifyInstance, opts: AdminUiOptions) 
     // Asset names carry a content hash: a name never points at different bytes.
     immutable: true,
     maxAge: '365d',
+  });
+
+  // The page's icon (web/public/favicon.svg, copied into the build by Vite); /favicon.ico is served at the root.
+  app.get('/favicon.svg', { schema: { hide: true } }, async (req, reply) => {
+    const svg = loadFavicon();
+    if (!svg) return opts.notFound(req, reply);
+    return reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(svg);
   });
 
   app.setNotFoundHandler((req, reply) => {

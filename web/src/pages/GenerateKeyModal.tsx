@@ -1,7 +1,7 @@
-import { Banner, BlockStack, Button, Form, Modal, Text, TextField } from '@shopify/polaris';
+import { Banner, BlockStack, Button, ChoiceList, Form, Modal, Text, TextField } from '@shopify/polaris';
 import { ClipboardIcon } from '@shopify/polaris-icons';
 import { useEffect, useRef, useState, type RefObject } from 'react';
-import { ApiError, type ApiKey } from '../api';
+import { ApiError, type ApiKey, type KeyAccess } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 
@@ -21,6 +21,7 @@ type Props = {
 export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStale }: Props) {
   const { api } = useAdminApi();
   const [name, setName] = useState('');
+  const [access, setAccess] = useState<KeyAccess>('read_write');
   const [saving, setSaving] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<{ key: ApiKey; secret: string } | null>(null);
@@ -30,6 +31,7 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
   useEffect(() => {
     if (!open) {
       setName('');
+      setAccess('read_write');
       setSaving(false);
       setError(null);
       setCreated(null);
@@ -45,7 +47,7 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
     setSaving(true);
     setError(null);
     try {
-      const result = await api.generateKey(name.trim() || null);
+      const result = await api.generateKey(name.trim() || null, access);
       setCreated(result);
       onGenerated(result.key);
     } catch (err) {
@@ -145,8 +147,22 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
               autoFocus
               helpText="A name helps you tell keys apart later, for example “ERP sync”."
             />
+            <ChoiceList
+              title="Access"
+              choices={[
+                { label: 'Read and write', value: 'read_write', helpText: 'Reads contracts and can pause, resume, cancel, skip and reschedule them.' },
+                {
+                  label: 'Read only',
+                  value: 'read_only',
+                  helpText: 'Reads contracts and their history; every change is refused. Right for reporting, or an AI assistant in an IDE.',
+                },
+              ]}
+              selected={[access]}
+              onChange={(v) => setAccess(v[0] as KeyAccess)}
+            />
             <Text as="p" tone="subdued">
-              The key works for this store only. It is shown once, right after it is generated.
+              The key works for this store only. Its access cannot be changed later. It is shown once, right after it
+              is generated.
             </Text>
           </BlockStack>
         </Form>

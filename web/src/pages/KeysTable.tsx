@@ -3,7 +3,7 @@ import type { ApiKey } from '../api';
 import { formatDateTime } from '../format';
 import { keyLabel } from './keyLabel';
 
-/** The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, status and dates. */
+/** The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, access, status and dates. */
 export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void }) {
   const { smDown } = useBreakpoints();
   const status = (k: ApiKey) =>
@@ -24,6 +24,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         </Button>
       </span>
     ) : null;
+  const access = (k: ApiKey) => (k.access === 'read_only' ? <Badge>Read only</Badge> : <Badge tone="info">Read and write</Badge>);
   const fingerprint = (k: ApiKey) => (
 <span className="svc-mono">{k.fingerprint}</span>
   );
@@ -35,7 +36,10 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
           <BlockStack gap="100">
             <InlineStack align="space-between" blockAlign="center" gap="200">
               {name(k)}
-              {status(k)}
+              <InlineStack gap="100">
+                {access(k)}
+                {status(k)}
+              </InlineStack>
             </InlineStack>
             <Text as="p" variant="bodySm">
               Fingerprint {fingerprint(k)}
@@ -52,6 +56,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
       <IndexTable.Row id={`key-${k.id}`} key={k.id} position={i}>
         <IndexTable.Cell>{name(k)}</IndexTable.Cell>
         <IndexTable.Cell>{fingerprint(k)}</IndexTable.Cell>
+        <IndexTable.Cell>{access(k)}</IndexTable.Cell>
         <IndexTable.Cell>{status(k)}</IndexTable.Cell>
         <IndexTable.Cell>{formatDateTime(k.createdAt)}</IndexTable.Cell>
         <IndexTable.Cell>{formatDateTime(k.lastUsedAt, 'Never')}</IndexTable.Cell>
@@ -70,6 +75,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
       headings={[
         { title: 'Name' },
         { title: 'Fingerprint' },
+        { title: 'Access' },
         { title: 'Status' },
         { title: 'Created' },
         { title: 'Last used' },

@@ -6,6 +6,25 @@ import { adminLinkCommand, type SessionProblem } from '../auth';
  * explains how to get a new link (standalone) or to reopen the app (embedded).
  */
 export function SessionProblemPage({ problem, embedded }: { problem: SessionProblem; embedded: boolean }) {
+  if (problem.kind === 'app_bridge_missing' && window.top === window.self) {
+    // Not inside the shop admin (its app frame) but in a tab of its own, where App Bridge can give no session.
+    const shop = new URLSearchParams(window.location.search).get('shop');
+    return (
+      <Page title="Open this page from the shop admin, or with an admin link" narrowWidth>
+        <Card>
+          <BlockStack gap="300">
+            <Text as="p">
+              This service is set up to run inside the shop admin, which supplies the session. To open this screen in a
+              browser tab of its own, run this where the service is installed, then open the link it prints:
+            </Text>
+            <pre className="svc-code" aria-label="Command to run">
+              {adminLinkCommand(shop)}
+            </pre>
+          </BlockStack>
+        </Card>
+      </Page>
+    );
+  }
   if (problem.kind === 'app_bridge_missing') {
     return (
       <Page title="The app could not start">

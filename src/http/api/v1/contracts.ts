@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
 import { actOnContract } from '../../../services/actOnContract.js';
-import type { AuthenticatedKey } from '../../../services/authenticateApiKey.js';
+import type { Caller } from '../../../services/caller.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { getContract } from '../../../services/getContract.js';
 import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
-import { atomicCompletion } from '../../idempotency.js';
 import type { Contract } from '../../../domain/resources.js';
 import {
   actionErrors,
@@ -28,55 +28,56 @@ const security = [{ bearerAuth: [] }];
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  // Authentication runs first, in the app's key gate (PRODUCT §2 order: key → plan → … → the operation), before
-  // the body is read or any input is validated. Each service gets the key to confirm in its first statement.
-  const caller = (key: AuthenticatedKey) => ({
-    shopId: key.shopId,
-    actor: { type: 'api_key' as const, keyFingerprint: key.fingerprint },
-    key,
-  });
+  // Authentication runs first, in the app's key gate (PRODUCT §2 order: key → plan → scope → rate limit → the
+  // operation), before the body is read or any input is validated; it hands each request its caller.
+  const caller = (req: FastifyRequest): Caller => req.caller!;
+  // An action's response, fresh or replayed from the result its Idempotency-Key recorded.
+  const renderAction = (contract: unknown) => ({ contract: contract as Contract });
 
   r.get('/subscription-contracts', {
     schema: {
+      operationId: 'listSubscriptionContracts',
       summary: 'List subscription contracts',
       description: 'Contracts of the key\'s shop in id order, optionally filtered by status, paged with a cursor.',
       tags: ['Subscription contracts'],
       security,
       querystring: ListContractsQuery,
-      response: { 200: ContractListResponse, ...authErrors },
+      response: { 200: ContractListResponse.describe('A page of contracts; nextCursor is null on the last page.'), ...authErrors },
     },
-    handler: async (req) => listContracts({ ctx, input: { shopId: req.apiKey!.shopId, key: req.apiKey, ...req.query } }),
+    handler: async (req) => listContracts({ ctx, input: { caller: caller(req), ...req.query } }),
   });
 
   r.get('/subscription-contracts/:contract_id', {
     schema: {
+      operationId: 'getSubscriptionContract',
       summary: 'Get a subscription contract',
+      description: 'One contract of the key\'s shop: status, customer, billing policy, next billing date, lines, pause and cancellation details.',
       tags: ['Subscription contracts'],
       security,
       params: ContractIdParams,
-      response: { 200: ContractResponse, ...readErrors },
+      response: { 200: ContractResponse.describe('The contract.'), ...readErrors },
     },
-    handler: async (req) => ({
-      contract: await getContract({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id, key: req.apiKey } }),
-    }),
+    config: { apiKey: { confirmedByRead: true } },
+    handler: async (req) => ({ contract: await getContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } }) }),
   });
 
   r.get('/subscription-contracts/:contract_id/events', {
     schema: {
+      operationId: 'listContractEvents',
       summary: 'List a contract\'s events',
       description: 'What happened to the contract, newest first, with who did it (API key fingerprint, MCP, scheduler, admin).',
       tags: ['Subscription contracts'],
       security,
       params: ContractIdParams,
       querystring: ListEventsQuery,
-      response: { 200: EventListResponse, ...readErrors },
+      response: { 200: EventListResponse.describe('A page of the contract\'s events, newest first; nextCursor is null on the last page.'), ...readErrors },
     },
-    handler: async (req) =>
-      listContractEvents({ ctx, input: { shopId: req.apiKey!.shopId, contractId: req.params.contract_id, key: req.apiKey, ...req.query } }),
+    handler: async (req) => listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
   });
 
   r.post('/subscription-contracts/:contract_id/actions', {
     schema: {
+      operationId: 'actOnSubscriptionContract',
       summary: 'Act on a subscription contract',
       description:
         'pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate). ' +
@@ -85,15 +86,14 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       security,
       params: ContractIdParams,
       body: ContractActionBody,
-      response: { 200: ContractResponse, ...actionErrors },
+      response: { 200: ContractResponse.describe('The contract after the action.'), ...actionErrors },
     },
     // The body is validated by the service (the MCP tools share the rules): the schema above documents it.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
-    handler: async (req) => {
-      // With an Idempotency-Key, the response is recorded in the same commit as the action (AtomicCompletion).
-      const completion = atomicCompletion(req, (contract: Contract) => ({ contract }));
-      return { contract: await actOnContract({ ctx, input: { ...caller(req.apiKey!), contractId: req.params.contract_id, body: req.body, completion } }) };
-    },
+    config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderAction } },
+    // With an Idempotency-Key, the result is recorded in the same commit as the action.
+    handler: async (req) =>
+      renderAction(await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } })),
   });
 }

@@ -1,29 +1,29 @@
 import { z } from 'zod';
 import { ContractAction } from '../../../domain/actions.js';
 import { ContractStatus } from '../../../domain/contract.js';
+import { ContractId } from '../../../domain/contractId.js';
+import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
 import { Contract, ContractEvent } from '../../../domain/resources.js';
 import { ErrorEnvelope } from '../../errors.js';
 
 /** Route schemas, built from the domain schemas so the OpenAPI document is the validator. */
 
 export const ContractIdParams = z.strictObject({
-  contract_id: z
-    .string()
-    .regex(/^\d{1,19}$/, 'must be a string of 1 to 19 digits')
-    .describe('The subscription contract id: 1 to 19 digits.'),
+  contract_id: ContractId.describe('The subscription contract id: 1 to 19 digits.'),
 });
+
+const PageQuery = {
+  limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION),
+  cursor: Cursor.optional().describe('nextCursor from the previous page.'),
+};
 
 export const ListContractsQuery = z.strictObject({
   status: ContractStatus.optional().describe('Only contracts with this status.'),
-  limit: z.coerce.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100.'),
-  cursor: z.string().max(200).optional().describe('nextCursor from the previous page.'),
+  ...PageQuery,
 });
 export type ListContractsQuery = z.infer<typeof ListContractsQuery>;
 
-export const ListEventsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100.'),
-  cursor: z.string().max(200).optional().describe('nextCursor from the previous page.'),
-});
+export const ListEventsQuery = z.strictObject(PageQuery);
 
 export const ContractActionBody = ContractAction;
 
@@ -48,6 +48,7 @@ export const readErrors = { ...authErrors, 404: err('not_found: no such contract
 export const actionErrors = {
   ...readErrors,
   400: err('invalid_request, unsupported_action or key_in_url'),
+  403: err('plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key)'),
   409: err('invalid_state (the action is not allowed from the current status) or idempotency_in_progress'),
   413: err('payload_too_large: body over 16 KiB'),
   415: err('unsupported_media_type: the body must be application/json'),

@@ -1,28 +1,9 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { issuesToDetails } from '../domain/actions.js';
-import { ServiceError } from '../domain/errors.js';
-import { scrubKeys } from '../http/logging.js';
+import { errorEnvelope, invalidInput, issuesToDetails, type ServiceError } from '../domain/errors.js';
+import type { KeyAccess } from '../services/caller.js';
 import type { ContractOperations } from './operations.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
-
-export const SERVER_INFO = { name: 'svc', title: 'svc subscription contracts', version: '1.0.0' };
-
-export const INSTRUCTIONS =
-  'Tools to read and act on the subscription contracts of the one shop the API key belongs to: get and list ' +
-  'contracts, pause (optionally until a date), resume, cancel, skip the next order, reschedule the next order, and ' +
-  'read a contract\'s history. Timestamps are ISO 8601 in UTC ending in Z. A refused call is a tool error whose text ' +
-  'is JSON {"error":{"code","message","requestId","details"?}}; codes: invalid_request and unsupported_action (fix ' +
-  'the arguments), not_found, invalid_state (not allowed from the contract\'s current status; the message says ' +
-  'which are), unauthorized, plan_required, rate_limited, unavailable, internal_error.';
 
 /** Per exchange: whose operations, the request id for error envelopes, and how an unexpected error is reported. */
 export type ToolCallContext = {
@@ -57,9 +38,17 @@ export const TOOL_LIST: { tools: Tool[] } = {
   })),
 };
 
-const BY_NAME = new Map<string, ToolDefinition>(TOOLS.map((t) => [t.name, t]));
+/**
+ * The tools a read-only key is shown: those that change nothing. A model is not offered tools whose every call would
+ * be refused; a write tool called anyway is still refused by the service (insufficient_scope).
+ */
+export const READ_ONLY_TOOL_LIST: { tools: Tool[] } = { tools: TOOL_LIST.tools.filter((t) => t.annotations?.readOnlyHint === true) };
 
-export const hasTool = (name: string): boolean => BY_NAME.has(name);
+/** The tool list for a key's access; when the access is not known here (stdio), every tool, and the API decides. */
+export const toolListFor = (access: KeyAccess | undefined): { tools: Tool[] } =>
+  access === 'read_only' ? READ_ONLY_TOOL_LIST : TOOL_LIST;
+
+const BY_NAME = new Map<string, ToolDefinition>(TOOLS.map((t) => [t.name, t]));
 
 export function toolSuccess(data: Record<string, unknown>): CallToolResult {
   // Structured output for clients that read it, and the same JSON as text for those that do not.
@@ -71,10 +60,7 @@ export function toolSuccess(data: Record<string, unknown>): CallToolResult {
  * structuredContent: the SDK's client checks any structuredContent against the tool's outputSchema, errors included.
  */
 export function toolFailure(err: ServiceError, requestId = ''): CallToolResult {
-  // As the HTTP envelope: a message may echo what the client sent (an unknown field's name), never a key.
-  const error: Record<string, unknown> = { code: err.code, message: scrubKeys(err.message), requestId };
-  if (err.details?.length) error.details = err.details.map((d) => ({ path: scrubKeys(d.path), message: scrubKeys(d.message) }));
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error }) }] };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(errorEnvelope(err, requestId)) }] };
 }
 
 /** Validates the arguments as the API validates a request (invalid_request with details), then runs the tool. */
@@ -84,12 +70,7 @@ export async function callTool(name: string, args: unknown, call: ToolCallContex
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(name).slice(0, 80)}`);
   const parsed = tool.input.safeParse(args ?? {});
   if (!parsed.success) {
-    const details = issuesToDetails(parsed.error.issues);
-    const first = details[0];
-    return toolFailure(
-      new ServiceError('invalid_request', `Invalid arguments: ${first.path ? `${first.path} ` : ''}${first.message}.`, { details }),
-      call.requestId,
-    );
+    return toolFailure(invalidInput(issuesToDetails(parsed.error.issues), 'Invalid arguments'), call.requestId);
   }
   try {
     return toolSuccess(await tool.run(call.ops, parsed.data));
@@ -99,19 +80,4 @@ export async function callTool(name: string, args: unknown, call: ToolCallContex
     const relayed = (failure as { requestId?: unknown }).requestId;
     return toolFailure(failure, typeof relayed === 'string' ? relayed : call.requestId);
   }
-}
-
-/**
- * An MCP server with the tools. The SDK's low-level Server rather than McpServer: the tool list is answered from
- * TOOL_LIST (McpServer converts every schema on every tools/list), arguments are validated here so a bad argument
- * comes back with the API's code and details (McpServer answers with its own text), and results are not validated
- * again against their own schemas. `resolve` finds the exchange's context in the request's auth info.
- */
-export function buildToolServer(resolve: (authExtra: Record<string, unknown> | undefined) => ToolCallContext): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
-  server.setRequestHandler(ListToolsRequestSchema, () => TOOL_LIST);
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    callTool(request.params.name, request.params.arguments, resolve(extra.authInfo?.extra)),
-  );
-  return server;
 }

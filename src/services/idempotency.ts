@@ -2,14 +2,21 @@ import { createHash } from 'node:crypto';
 import { and, eq, lte, or, sql } from 'drizzle-orm';
 import { idempotencyKeys } from '../db/schema.js';
 import { ServiceError } from '../domain/errors.js';
+import type { IdempotencyRecord } from '../db/commitContractChange.js';
 import type { ServiceCall } from './context.js';
-import type { Executor } from './contractStore.js';
 
 /**
- * The life of an Idempotency-Key (PRODUCT §4): claim → the operation runs → complete (the response is kept for
- * 24 h) or release (a 5xx: nothing is kept, so a retry can succeed). Rows live in the database, so the rules hold
- * across instances, and the claim is one INSERT … ON CONFLICT statement, so of two concurrent requests with one key
- * exactly one executes.
+ * The life of an Idempotency-Key (PRODUCT §4), all of it in this module: claim → the operation runs → its outcome is
+ * kept for 24 h, or the key is released (a 5xx: nothing is kept, so a retry can succeed). Rows live in the database,
+ * so the rules hold across instances, and the claim is one INSERT … ON CONFLICT statement, so of two concurrent
+ * requests with one key exactly one executes.
+ *
+ * Two ways an outcome is kept:
+ * - a contract change records its result (the contract after it) in the very statement that commits it
+ *   (db/commitContractChange.ts, given the claim's IdempotencyRecord), so no crash between the effect and the record
+ *   can let a retry execute the request a second time; a replay renders the response from that result, as the first
+ *   response was rendered;
+ * - any other outcome (a refusal: nothing changed) is kept as the response that was sent (completeIdempotencyKey).
  */
 
 /** How long a completed response is replayed. */
@@ -25,20 +32,6 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** How an Idempotency-Key is stored: its SHA-256 (hex), never the key itself. */
 export const idempotencyKeyDigest = sha256;
-
-/**
- * A claimed key whose operation records the response itself, in the statement (or transaction) that commits the
- * operation's effect. So no crash between the effect and the record can leave the key claimed but unrecorded, for a
- * retry to take over after the lock timeout and execute the request a second time. `body` renders the response the
- * client is sent; `recorded` is set once the response is stored.
- */
-export type AtomicCompletion<T> = {
-  shopId: string;
-  keyDigest: string;
-  requestId: string;
-  body(result: T): string;
-  recorded: boolean;
-};
 
 /** Nesting deeper than any valid body: below it keys are sorted, past it the JSON text is taken as it is. */
 const MAX_CANONICAL_DEPTH = 32;
@@ -62,8 +55,8 @@ export function requestFingerprint(req: { method: string; path: string; body: un
 
 export type ClaimInput = { shopId: string; key: string; requestHash: string; requestId: string };
 export type ClaimResult =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; statusCode: number; body: string; originalRequestId: string };
+  | { kind: 'claimed'; record: IdempotencyRecord }
+  | { kind: 'replay'; statusCode: number; originalRequestId: string; recorded: { result: unknown } | { body: string } };
 
 /**
  * Takes the key for this request, or says what to answer instead: the stored response (same request, completed),
@@ -103,7 +96,7 @@ export async function claimIdempotencyKey({ ctx, input }: ServiceCall<ClaimInput
         ),
       })
       .returning({ owner: idempotencyKeys.ownerRequestId });
-    if (claimed.length) return { kind: 'claimed' };
+    if (claimed.length) return { kind: 'claimed', record: { shopId: input.shopId, keyDigest, requestId: input.requestId } };
 
     const [row] = await ctx.db.orm
       .select()
@@ -117,7 +110,8 @@ export async function claimIdempotencyKey({ ctx, input }: ServiceCall<ClaimInput
       );
     }
     if (row.state === 'completed') {
-      return { kind: 'replay', statusCode: row.statusCode!, body: row.responseBody!, originalRequestId: row.ownerRequestId };
+      const recorded = row.result !== null ? { result: row.result } : { body: row.responseBody! };
+      return { kind: 'replay', statusCode: row.statusCode!, recorded, originalRequestId: row.ownerRequestId };
     }
     break;
   }
@@ -128,7 +122,6 @@ export async function claimIdempotencyKey({ ctx, input }: ServiceCall<ClaimInput
   );
 }
 
-type Owned = { shopId: string; key: string; requestId: string };
 const ownedBy = (input: { shopId: string; keyDigest: string; requestId: string }) =>
   and(
     eq(idempotencyKeys.shopId, input.shopId),
@@ -137,30 +130,18 @@ const ownedBy = (input: { shopId: string; keyDigest: string; requestId: string }
     eq(idempotencyKeys.state, 'in_progress'),
   );
 
-/** Keeps the finished response for replays. Only the execution that holds the key may complete it. */
+/** Keeps a response as it was sent, for replays. Only the execution that holds the key may complete it. */
 export async function completeIdempotencyKey({
   ctx,
   input,
-}: ServiceCall<Owned & { statusCode: number; body: string }>): Promise<void> {
+}: ServiceCall<{ record: IdempotencyRecord; statusCode: number; body: string }>): Promise<void> {
   await ctx.db.orm
     .update(idempotencyKeys)
     .set({ state: 'completed', statusCode: input.statusCode, responseBody: input.body })
-    .where(ownedBy({ ...input, keyDigest: sha256(input.key) }));
-}
-
-/** Records a 200 response in the caller's transaction (see AtomicCompletion). */
-export async function completeInTransaction(
-  tx: Executor,
-  completion: Pick<AtomicCompletion<unknown>, 'shopId' | 'keyDigest' | 'requestId'>,
-  body: string,
-): Promise<void> {
-  await tx
-    .update(idempotencyKeys)
-    .set({ state: 'completed', statusCode: 200, responseBody: body })
-    .where(ownedBy(completion));
+    .where(ownedBy(input.record));
 }
 
 /** Gives the key back without keeping anything (after a 5xx), so a retry executes the request again. */
-export async function releaseIdempotencyKey({ ctx, input }: ServiceCall<Owned>): Promise<void> {
-  await ctx.db.orm.delete(idempotencyKeys).where(ownedBy({ ...input, keyDigest: sha256(input.key) }));
+export async function releaseIdempotencyKey({ ctx, input }: ServiceCall<{ record: IdempotencyRecord }>): Promise<void> {
+  await ctx.db.orm.delete(idempotencyKeys).where(ownedBy(input.record));
 }

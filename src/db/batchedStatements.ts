@@ -1,0 +1,18 @@
+import type { Batcher } from './batcher.js';
+import type { Database } from './client.js';
+import { optimisticWrites } from './commitContractChange.js';
+import { contractRows } from './contractRows.js';
+import { keyRows } from './keyRows.js';
+
+/** Every statement batched over concurrent callers, by name: what /metrics reports (inputs / batches = batch size). */
+export function batchedStatements(db: Database): Record<string, Batcher<never, unknown>> {
+  const contracts = contractRows(db);
+  const keys = keyRows(db);
+  return {
+    keysByDigest: keys.byDigest,
+    keyStates: keys.states,
+    contractsOfShops: contracts.ofShop,
+    contractsWithKeyStates: contracts.withKeyState,
+    contractChanges: optimisticWrites(db),
+  } as unknown as Record<string, Batcher<never, unknown>>;
+}

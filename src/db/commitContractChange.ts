@@ -1,0 +1,214 @@
+import type { ContractPlan } from '../domain/changes.js';
+import type { ContractState } from '../domain/contract.js';
+import { MESSAGES, ServiceError } from '../domain/errors.js';
+import { toContract } from '../domain/resources.js';
+import { Batcher, perDatabase } from './batcher.js';
+import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
+import { CONTRACT_EVENT_CONSUMERS } from './contractEventConsumers.js';
+import { CONTRACT_COLUMNS } from './contractRows.js';
+import type { ContractRow } from './schema.js';
+
+/**
+ * THE change path: the one place a contract is written. It commits a plan (domain/changes.ts) as one unit: the
+ * contract row (its version bumped), its events, the rows of every event consumer (contractEventConsumers.ts: the
+ * webhook outbox) and, for a request that came with an Idempotency-Key, the recorded result. Two strategies behind
+ * one call:
+ *
+ * - optimistic: from the contract as the caller read it, one statement writes everything if the contract still has
+ *   that version and no other writer holds it (SKIP LOCKED: it never waits, so it runs in microseconds and is
+ *   batched with concurrent callers' writes into one statement: group commit);
+ * - locked: BEGIN, the row taken FOR UPDATE, the plan made again from the row as it now is, the same statement,
+ *   COMMIT. Used when the optimistic write lost (another writer got there first), when the caller has no read, and
+ *   when planning reaches outside svc (a platform call must see one change at a time per contract).
+ *
+ * Either way no update is lost and nothing is half written.
+ */
+
+/** The Idempotency-Key claim a change answers (services/idempotency.ts): its result is recorded with the change. */
+export type IdempotencyRecord = { shopId: string; keyDigest: string; requestId: string };
+
+export type ContractChange = {
+  shopId: string;
+  contractId: string;
+  now: Date;
+  /** Plans the change from the contract as it is; may be called twice (again under the lock). null: nothing to do. */
+  plan(row: ContractRow): ContractPlan | null | Promise<ContractPlan | null>;
+  /** The contract as the caller read it: the optimistic strategy starts from it. Absent: the locked strategy. */
+  read?: ContractRow;
+  /** false when planning calls outside svc (the platform): the change is made under the row lock only. */
+  optimistic?: boolean;
+  /** Under the locked strategy, skip a contract another writer holds instead of waiting (the resume sweep). */
+  skipLocked?: boolean;
+  record?: IdempotencyRecord;
+};
+
+/** The contract after the change, and whether anything was written (null row: skipped, another writer held it). */
+export type CommittedChange = { row: ContractRow; changed: boolean };
+
+// Parameters: the contracts' new states ($1–$11), their events with the contract after each ($12–$21), the
+// idempotency records ($22–$25). A change of n events moves the contract's version by n: each event has its own
+// version (the one after it), which only grows, so a consumer can order and deduplicate by it.
+const COMMIT = `
+  WITH input AS (
+    -- One write per contract: a second write to the same contract in one batch matches no row and is redone under
+    -- the lock, after this one (never two writes computed from one version).
+    SELECT DISTINCT ON (id) *
+      FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[],
+                  $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[])
+           AS x(ord, id, version, n_events, status, next_billing_date, paused_at, resume_at, cancelled_at,
+                cancellation_reason, updated_at)
+     ORDER BY id, ord
+  ), locked AS (
+    -- Per input, by primary key (a locking subquery is never flattened into a join). A row this transaction
+    -- already holds (the locked strategy) is not skipped.
+    SELECT c.id FROM input i CROSS JOIN LATERAL (
+      SELECT id FROM subscription_contracts WHERE id = i.id AND version = i.version FOR UPDATE SKIP LOCKED
+    ) c
+  ), updated AS (
+    UPDATE subscription_contracts c
+       SET status = i.status, next_billing_date = i.next_billing_date, paused_at = i.paused_at,
+           resume_at = i.resume_at, cancelled_at = i.cancelled_at, cancellation_reason = i.cancellation_reason,
+           updated_at = i.updated_at, version = c.version + i.n_events
+      FROM input i JOIN locked l ON l.id = i.id
+     WHERE c.id = i.id
+    RETURNING c.id, c.shop_id, c.version
+  ), planned_events AS (
+    SELECT e.*, i.id AS contract_id, i.version + e.step AS contract_version
+      FROM unnest($12::int[], $13::int[], $14::text[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
+                  $19::text[], $20::jsonb[], $21::json[])
+           WITH ORDINALITY AS e(input_ord, step, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, contract, n)
+      JOIN input i ON i.ord = e.input_ord
+  ), new_events AS (
+    INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, contract_version)
+    SELECT u.id, u.shop_id, p.type, p.at, p.actor_type, p.actor_key_fingerprint, p.from_status, p.to_status, p.data, p.contract_version
+      FROM planned_events p JOIN updated u ON u.id = p.contract_id
+     ORDER BY p.n
+    RETURNING id, contract_id, shop_id, type, at, contract_version
+  ), committed_events AS (
+    -- What event consumers read (contractEventConsumers.ts): each committed event with the contract after it.
+    SELECT ne.id, ne.contract_id, ne.shop_id, ne.type, ne.at, ne.contract_version, p.contract
+      FROM new_events ne JOIN planned_events p ON p.contract_id = ne.contract_id AND p.contract_version = ne.contract_version
+  ), recorded AS (
+    -- The result of a request that came with an Idempotency-Key, kept in the same commit as its effect.
+    UPDATE idempotency_keys k
+       SET state = 'completed', status_code = 200, result = r.result
+      FROM unnest($22::int[], $23::text[], $24::text[], $25::json[]) AS r(input_ord, key_digest, owner_request_id, result)
+      JOIN input i ON i.ord = r.input_ord
+      JOIN updated u ON u.id = i.id
+     WHERE k.shop_id = u.shop_id AND k.key_digest = r.key_digest AND k.owner_request_id = r.owner_request_id
+       AND k.state = 'in_progress'
+  )${CONTRACT_EVENT_CONSUMERS.map((cte) => `, ${cte}`).join('')}
+  SELECT i.ord FROM updated u JOIN input i ON i.id = u.id`;
+
+const LOCK = (skip: boolean) => `
+  SELECT ${CONTRACT_COLUMNS} FROM subscription_contracts c
+   WHERE c.id = $1 AND c.shop_id = $2 FOR UPDATE${skip ? ' SKIP LOCKED' : ''}`;
+
+/** One contract's write as the statement takes it: the row after the change, the version it was planned from. */
+type Write = { after: ContractRow; fromVersion: number; plan: ContractPlan; now: Date; record?: IdempotencyRecord };
+
+function parameters(writes: Write[]): unknown[] {
+  const col = (f: (w: Write, i: number) => unknown) => writes.map(f);
+  const events = writes.flatMap((w, i) =>
+    w.plan.events.map((e, k) => {
+      // The contract as a client sees it right after this event: with the idempotency record, the service's result.
+      const contract = JSON.stringify(toContract({ ...withState(w.after, e.after), version: w.fromVersion + k + 1 }));
+      return { ord: i + 1, step: k + 1, at: w.now, contract, ...e };
+    }),
+  );
+  const ev = (f: (e: (typeof events)[number]) => unknown) => events.map(f);
+  const records = writes.flatMap((w, i) => (w.record ? [{ ord: i + 1, record: w.record, result: events.findLast((e) => e.ord === i + 1)!.contract }] : []));
+  const rec = (f: (r: (typeof records)[number]) => unknown) => records.map(f);
+  return [
+    col((_, i) => i + 1),
+    col((w) => w.after.id),
+    col((w) => w.fromVersion),
+    col((w) => w.plan.events.length),
+    col((w) => w.after.status),
+    col((w) => w.after.nextBillingDate),
+    col((w) => w.after.pausedAt),
+    col((w) => w.after.resumeAt),
+    col((w) => w.after.cancelledAt),
+    col((w) => w.after.cancellationReason),
+    col((w) => w.after.updatedAt),
+    ev((e) => e.ord),
+    ev((e) => e.step),
+    ev((e) => e.type),
+    ev((e) => e.at),
+    ev((e) => e.actor.type),
+    ev((e) => e.actor.keyFingerprint ?? null),
+    ev((e) => e.from),
+    ev((e) => e.to),
+    ev((e) => JSON.stringify(e.data)),
+    ev((e) => e.contract),
+    rec((r) => r.ord),
+    rec((r) => r.record.keyDigest),
+    rec((r) => r.record.requestId),
+    rec((r) => r.result),
+  ];
+}
+
+/** A contract row with the state a plan gives it (only the state's own fields: the rest is the row's). */
+function withState(row: ContractRow, s: ContractState): ContractRow {
+  return {
+    ...row,
+    status: s.status,
+    nextBillingDate: s.nextBillingDate,
+    pausedAt: s.pausedAt,
+    resumeAt: s.resumeAt,
+    cancelledAt: s.cancelledAt,
+    cancellationReason: s.cancellationReason,
+  };
+}
+
+/** The contract row as the statement leaves it (the version moves by one per event). */
+function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow {
+  return { ...withState(row, plan.state), updatedAt: now, version: row.version + plan.events.length };
+}
+
+const writtenOrds = (rows: { ord: number }[], n: number) => {
+  const out = new Array<boolean>(n).fill(false);
+  for (const r of rows) out[r.ord - 1] = true;
+  return out;
+};
+
+/** The optimistic statement of one database, batched over concurrent callers: true where the write was made. */
+export const optimisticWrites = perDatabase(
+  (db: Database) =>
+    new Batcher<Write, boolean>(
+      async (writes) => writtenOrds(await db.prepared<{ ord: number }>('svc_commit_contract_change', COMMIT, parameters(writes)), writes.length),
+      { failsEveryInput: isDatabaseUnavailable },
+    ),
+);
+
+async function commitLocked(db: Database, change: ContractChange): Promise<CommittedChange | null> {
+  return db.transaction(async (run: RunSql) => {
+    const [row] = await run<ContractRow>(LOCK(!!change.skipLocked), [change.contractId, change.shopId]);
+    if (!row) {
+      if (change.skipLocked) return null;
+      throw new ServiceError('not_found', MESSAGES.contractNotFound);
+    }
+    row.version = Number(row.version);
+    const plan = await change.plan(row);
+    if (!plan) return { row, changed: false };
+    const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
+    await run(COMMIT, parameters([write]));
+    return { row: write.after, changed: true };
+  });
+}
+
+/**
+ * Commits one contract change (see the top of this file). Throws what planning throws (invalid_state), not_found
+ * when the contract is not the shop's, and database errors; null only with `skipLocked`, when another writer held
+ * the contract.
+ */
+export async function commitContractChange(db: Database, change: ContractChange): Promise<CommittedChange | null> {
+  const read = change.read;
+  if (read && change.optimistic !== false) {
+    const plan = await change.plan(read);
+    if (!plan) return { row: read, changed: false };
+    const write: Write = { after: rowAfter(read, plan, change.now), fromVersion: read.version, plan, now: change.now, record: change.record };
+    if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
+  }
+  return commitLocked(db, change);
+}

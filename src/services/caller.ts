@@ -1,0 +1,58 @@
+import type { KeyState } from '../db/contractRows.js';
+import { keyRows } from '../db/keyRows.js';
+import { ServiceError } from '../domain/errors.js';
+import type { Actor } from '../domain/resources.js';
+import type { ServiceContext } from './context.js';
+
+export type { KeyAccess } from '../domain/resources.js';
+import type { KeyAccess } from '../domain/resources.js';
+
+/**
+ * Who is acting on a shop's data, as every shop-scoped service receives it: the shop, the actor its events record,
+ * and what the caller may do. A service takes it as confirmed: the key (or session token) was valid, the shop has
+ * API access and the limits passed.
+ */
+export type Caller = { readonly shopId: string; readonly actor: Actor; readonly access: KeyAccess };
+
+/** For the services that change data: a read-only key gets 403 insufficient_scope (PRODUCT §1). */
+export function assertMayChange(caller: { access: KeyAccess }): void {
+  if (caller.access !== 'read_write') {
+    throw new ServiceError('insufficient_scope', 'This API key is read-only: it can read contracts and events but not change them. Use a read-write key.');
+  }
+}
+
+/*
+ * The one exception to "already confirmed", contained here.
+ *
+ * Why: a request whose key this process has seen before (the key gate's cache of ids) would otherwise cost two round
+ * trips for a GET of a contract: one to confirm the key (not revoked, the shop still has API access), one to read.
+ * Joined, they are one statement (db/contractRows.ts: withKeyState), which is a third of the work of such a GET. So
+ * for the two routes whose first step is reading one contract (GET a contract, an action without an
+ * Idempotency-Key), the gate hands over a caller whose confirmation is pending, and the contract read settles it
+ * with the key state it read along: the gate's own checks (usable? may it change data? the rate limit) then run,
+ * exactly once, before any data leaves or anything is written. Everywhere else, confirmPending settles it with one
+ * indexed read of the key's state: the gate does so for every other route, and the error handler before it answers
+ * a request that failed before reading (a bad body, say). A service cannot get this wrong: it never sees the
+ * difference, and the only reader that may fold the check in is readContract.
+ */
+type Confirmation = { keyId: string; settle(state: KeyState | undefined): Promise<void> };
+const pending = new WeakMap<Caller, Confirmation>();
+
+/** For the key gate: a caller whose key state the request's first contract read (or confirmPending) confirms. */
+export function callerPendingConfirmation(caller: Caller, confirmation: Confirmation): Caller {
+  pending.set(caller, confirmation);
+  return caller;
+}
+
+/** For the contract read: the confirmation to settle with the key state it reads along, taken once. */
+export function takeConfirmation(caller: Caller): Confirmation | undefined {
+  const c = pending.get(caller);
+  if (c) pending.delete(caller);
+  return c;
+}
+
+/** Settles a pending caller with one indexed read of its key's state (throws the refusal); nothing if confirmed. */
+export async function confirmPending(ctx: ServiceContext, caller: Caller): Promise<void> {
+  const c = takeConfirmation(caller);
+  if (c) await c.settle(await keyRows(ctx.db).states.load(c.keyId));
+}

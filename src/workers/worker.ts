@@ -1,0 +1,52 @@
+/** Where a worker's lines go (the service's logger). */
+export type WorkerLog = { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
+
+/**
+ * A piece of background work (PRODUCT §8: nothing correctness needs lives in one process, so every worker may run
+ * on any number of instances at once): a public `tick()` that does one round of the work, and a loop that runs it at
+ * once on start (catching up on what a stopped process missed) and then every `intervalMs`, never two rounds at a
+ * time. Time inside a round comes from the service context's injected clock: tests move the clock and call tick()
+ * instead of waiting.
+ */
+export abstract class Worker {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+  private stopped = true;
+
+  constructor(
+    /** What the log says when a round fails. */
+    private readonly label: string,
+    private readonly intervalMs: number,
+    protected readonly log?: WorkerLog,
+  ) {}
+
+  /** One round of the work. */
+  abstract tick(): Promise<unknown>;
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const loop = async () => {
+      if (this.stopped) return;
+      // A failed round is counted by the worker itself (its stats) and retried on the next one.
+      this.running = this.tick().catch((err) => {
+        this.log?.error({ err: { message: (err as Error).message } }, `${this.label} failed; retrying next tick`);
+      });
+      await this.running;
+      this.running = null;
+      if (!this.stopped) {
+        this.timer = setTimeout(loop, this.intervalMs);
+        this.timer.unref();
+      }
+    };
+    void loop();
+  }
+
+  /** Stops scheduling and waits for a round in progress to finish. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}
