@@ -160,7 +160,7 @@ describe('with rate limits', () => {
 });
 
 describe('what the cache saves', () => {
-  it('a known key\'s GET of a contract is one statement, its action two (read, write), and concurrent requests share them', async () => {
+  it('a known key\'s GET of a contract (API or MCP) is one statement, its action two (read, write), and concurrent requests share them', async () => {
     const statements: string[] = [];
     const observed = await t.database.observed((text) => statements.push(text));
     const app = await startTestApp({ database: { ...t.database, db: observed }, clock: t.clock });
@@ -176,6 +176,12 @@ describe('what the cache saves', () => {
       expect(get.json().contract.id).toBe(c.id);
       expect(statements).toHaveLength(1);
       expect(statements[0]).toMatch(/JOIN api_keys k.*LEFT JOIN subscription_contracts c/s);
+
+      // The same over MCP: a tool call that reads one contract is that one statement too.
+      statements.length = 0;
+      const tool = await app.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: callBody('get_subscription_contract', { contractId: c.id }) });
+      expect(tool.json().result.structuredContent.contract.id).toBe(c.id);
+      expect(statements).toHaveLength(1);
 
       statements.length = 0;
       const act = await app.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'pause' } });

@@ -1,11 +1,14 @@
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ServiceError } from '../domain/errors.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
+import { AuthError } from '../services/authenticateApiKey.js';
+import { confirmPending } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
 import { answer, readMessage, type Exchange, type McpMessage } from './dispatch.js';
 import { serviceOperations } from './operations.js';
+import { readsContractFirst } from './toolCalls.js';
 
 // A batch is one request for the rate limit: kept small so it cannot multiply the shop's budget by much. Batches left
 // the protocol in 2025-06-18 and clients do not send them; older protocol versions may.
@@ -39,6 +42,12 @@ function readBody(body: unknown): McpMessage[] {
   return messages as McpMessage[];
 }
 
+/** A POST holding one tools/call of a tool whose first step reads the contract it names. */
+function confirmedByItsRead(messages: McpMessage[]): boolean {
+  const [m] = messages;
+  return messages.length === 1 && m.kind === 'request' && m.method === 'tools/call' && readsContractFirst((m.request as CallToolRequest).params.name);
+}
+
 /**
  * The MCP server over Streamable HTTP at /mcp: stateless, one POST = one exchange, answered as JSON (or as an event
  * stream for a client that accepts only that). GET and DELETE get 405 from the app's not-found handler: there is no
@@ -55,7 +64,7 @@ function readBody(body: unknown): McpMessage[] {
 export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
 
-  app.post('/mcp', { schema: { hide: true }, preValidation: requireJsonBody }, async (req, reply) => {
+  app.post('/mcp', { schema: { hide: true }, preValidation: requireJsonBody, config: { apiKey: { confirmedByRead: true } } }, async (req, reply) => {
     const version = req.headers['mcp-protocol-version'];
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
       throw new ServiceError(
@@ -66,14 +75,26 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     const messages = readBody(req.body);
     // The key itself goes no further than the gate: the tools get the caller (shop, actor, access).
     const caller = req.caller!;
+    // A lone call of a tool that first reads one contract confirms the key in that read, as a GET of a contract does
+    // (services/caller.ts); anything else is confirmed first. Either way it is confirmed before anything is sent,
+    // and a refusal by the gate's checks (the key, the plan, the rate limit) is the HTTP answer to the whole
+    // exchange, as at connect time, never a tool result.
+    if (!confirmedByItsRead(messages)) await confirmPending(ctx, caller);
+    let refusal: ServiceError | null = null;
     const exchange: Exchange = {
       ops: serviceOperations(ctx, caller),
       access: caller.access,
       requestId: String(req.id),
-      toServiceError: (err) => toServiceError(err, req),
+      toServiceError: (err) => {
+        if (err instanceof AuthError || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
+        return toServiceError(err, req);
+      },
     };
     // A batch's requests run together and are answered in the order they came.
     const answers = (await Promise.all(messages.map((m) => answer(m, exchange)))).filter((a): a is string => a !== null);
+    // A call refused before its read (bad arguments) has not confirmed the key yet.
+    await confirmPending(ctx, caller);
+    if (refusal) throw refusal;
     if (answers.length === 0) return reply.code(202).send();
     return sendResponses(reply, req.headers.accept, answers, Array.isArray(req.body));
   });

@@ -50,6 +50,9 @@ export const toolListFor = (access: KeyAccess | undefined): { tools: Tool[] } =>
 
 const BY_NAME = new Map<string, ToolDefinition>(TOOLS.map((t) => [t.name, t]));
 
+/** True for a tool whose first step reads the one contract it names. */
+export const readsContractFirst = (name: string): boolean => BY_NAME.get(name)?.readsContractFirst === true;
+
 export function toolSuccess(data: Record<string, unknown>): CallToolResult {
   // Structured output for clients that read it, and the same JSON as text for those that do not.
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };

@@ -39,6 +39,8 @@ export type ToolDefinition = {
   input: z.ZodObject;
   output: z.ZodObject;
   annotations: Annotations;
+  /** Its first step reads the one contract named by contractId (so that read may confirm the key: services/caller.ts). */
+  readsContractFirst: boolean;
   run(ops: ContractOperations, args: Record<string, unknown>): Promise<Record<string, unknown>>;
 };
 
@@ -64,6 +66,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.strictObject({ contractId: ContractId }),
     output: ContractResult,
     annotations: read('Get a subscription contract'),
+    readsContractFirst: true,
     run: async (ops, args) => ({ contract: await ops.getContract(id(args)) }),
   },
   {
@@ -79,6 +82,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     }),
     output: ContractListResult,
     annotations: read('List subscription contracts'),
+    readsContractFirst: false,
     run: (ops, args) => ops.listContracts(args as { status?: Contract['status']; limit?: number; cursor?: string }),
   },
   {
@@ -100,6 +104,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     // Not idempotent: repeating the same pause leaves the state as it was but records another event
     // (contract.pause_updated) in the history a client can read.
     annotations: write('Pause a subscription contract', { destructive: false, idempotent: false }),
+    readsContractFirst: true,
     run: async (ops, args) => ({
       contract: await ops.actOnContract(id(args), { action: 'pause', ...(args.resumeAt !== undefined && { resumeAt: args.resumeAt }) }),
     }),
@@ -115,6 +120,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: ContractResult,
     // A second resume finds the contract ACTIVE and is refused (invalid_state): no further effect.
     annotations: write('Resume a subscription contract', { destructive: false, idempotent: true }),
+    readsContractFirst: true,
     run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'resume' }) }),
   },
   {
@@ -130,6 +136,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: ContractResult,
     // Final, so destructive; a second cancel is refused (invalid_state) and changes nothing.
     annotations: write('Cancel a subscription contract', { destructive: true, idempotent: true }),
+    readsContractFirst: true,
     run: async (ops, args) => ({
       contract: await ops.actOnContract(id(args), { action: 'cancel', ...(args.reason !== undefined && { reason: args.reason }) }),
     }),
@@ -144,6 +151,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: ContractResult,
     // Not idempotent: every call moves the date one more interval.
     annotations: write('Skip the next order', { destructive: false, idempotent: false }),
+    readsContractFirst: true,
     run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'skip' }) }),
   },
   {
@@ -163,6 +171,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: ContractResult,
     // Not idempotent: the same date again leaves the state as it was but records another contract.rescheduled event.
     annotations: write('Reschedule the next order', { destructive: false, idempotent: false }),
+    readsContractFirst: true,
     run: async (ops, args) => ({
       contract: await ops.actOnContract(id(args), { action: 'reschedule', nextBillingDate: args.nextBillingDate }),
     }),
@@ -178,6 +187,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.strictObject({ contractId: ContractId, limit: Limit('events'), cursor: ListEventsQuery.shape.cursor.describe(Cursor.description!) }),
     output: EventListResult,
     annotations: read('List a contract\'s history'),
+    readsContractFirst: true,
     run: (ops, args) => ops.listContractEvents(id(args), args as { limit?: number; cursor?: string }),
   },
 ];
