@@ -10,6 +10,7 @@ import { adminApiRoutes } from './http/admin/routes.js';
 import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } from './http/apiKeyGate.js';
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
+import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
@@ -124,6 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (api) => {
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(contractRoutes, { ctx: deps.ctx });
+      await api.register(webhookEndpointRoutes, { ctx: deps.ctx });
     },
     { prefix: '/api/v1' },
   );

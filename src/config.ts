@@ -37,6 +37,9 @@ const ConfigSchema = z.object({
   SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   SCHEDULER_ENABLED: z.enum(['true', 'false']).default('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  // Webhooks may reach private and loopback addresses, and http on loopback (development and tests only: SSRF).
+  WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
@@ -63,6 +66,8 @@ export type Config = {
   shutdownTimeoutMs: number;
   metricsToken?: string;
   trustProxy: TrustProxy;
+  webhooksAllowPrivate: boolean;
+  webhookDispatchIntervalMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -114,6 +119,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     metricsToken: e.METRICS_TOKEN,
     trustProxy: e.TRUST_PROXY ? parseTrustProxy(e.TRUST_PROXY)! : false,
+    webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true',
+    webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
   };
 }
 

@@ -7,6 +7,7 @@ import { createRateLimitStore } from './http/rateLimitStore.js';
 import { createServiceContext, systemClock, type ServiceContext } from './services/context.js';
 import { loadAppCredentials } from './services/sessionTokens.js';
 import { createWorkers } from './workers/index.js';
+import { systemResolve } from './webhooks/addressGuard.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -37,9 +38,10 @@ async function main(): Promise<void> {
     clock: systemClock,
     freeUntil: config.freeUntil,
     warn: (obj, msg) => log.warn(obj, msg),
+    webhookAddresses: { allowPrivate: config.webhooksAllowPrivate, resolve: systemResolve },
   });
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
-  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, log });
+  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, log });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     adminUi: { shopifyApiKey: config.shopifyApiKey },
     rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
-    metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, processMetrics: true },
+    metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
     trustProxy: config.trustProxy,
   });
 

@@ -25,10 +25,25 @@ const OPERATIONS: [string, string, string[]][] = [
 const deref = (node: any): any => (node?.$ref ? deref(node.$ref.split('/').slice(1).reduce((n: any, k: string) => n[k], doc)) : node);
 
 describe('GET /api/v1/openapi.json', () => {
-  it('is OpenAPI 3.1 with exactly the four /api/v1 routes and no admin or internal ones', () => {
+  it('is OpenAPI 3.1 with exactly the /api/v1 routes (contracts, webhook endpoints) and no admin or internal ones', () => {
     expect(doc.openapi).toMatch(/^3\.1\./);
     expect(doc.info.title).toBeTruthy();
-    expect(Object.keys(doc.paths).sort()).toEqual([P, `${P}/{contract_id}`, `${P}/{contract_id}/actions`, `${P}/{contract_id}/events`]);
+    const W = '/api/v1/webhook-endpoints';
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      [
+        P,
+        `${P}/{contract_id}`,
+        `${P}/{contract_id}/actions`,
+        `${P}/{contract_id}/events`,
+        W,
+        `${W}/{id}`,
+        `${W}/{id}/deliveries`,
+        `${W}/{id}/deliveries/{delivery_id}/resend`,
+        `${W}/{id}/resend-failed`,
+        `${W}/{id}/rotate-secret`,
+        `${W}/{id}/test`,
+      ].sort(),
+    );
     const text = JSON.stringify(doc);
     expect(text).not.toContain('/admin');
     expect(text).not.toContain('/healthz');

@@ -32,6 +32,11 @@ export interface Database extends SqlRunner {
    * for raw SQL that must commit together (the contract change path's locked strategy).
    */
   transaction<T>(fn: (run: RunSql) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` (a dedicated connection on PostgreSQL; in-process on PGlite).
+   * Resolves to a function that stops listening. On PostgreSQL a lost connection calls `onLost` (the caller retries).
+   */
+  listen(channel: string, onNotify: () => void, onLost?: (err: Error) => void): Promise<() => Promise<void>>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -78,6 +83,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         opts.onQuery?.(text);
         return (await client.query(text, params)).rows as never[];
       },
+      listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
       ping: async () => {
         await client.query('SELECT 1');
       },
@@ -144,6 +150,19 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       } finally {
         client.release(broken);
       }
+    },
+    listen: async (channel, onNotify, onLost) => {
+      // Its own connection, outside the pool: it stays open for as long as the listener does.
+      const client = new pg.Client({ connectionString: opts.url, options: opts.searchPath ? `-c search_path=${opts.searchPath}` : undefined });
+      client.on('error', (err) => onLost?.(err));
+      client.on('notification', (n) => {
+        if (n.channel === channel) onNotify();
+      });
+      await client.connect();
+      await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      return async () => {
+        await client.end().catch(() => {});
+      };
     },
     ping: async () => {
       await pool.query('SELECT 1');

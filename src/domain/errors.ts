@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   invalid_state: 409,
   key_limit_reached: 409,
+  endpoint_limit_reached: 409,
   idempotency_in_progress: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -88,6 +89,13 @@ export function invalidInput(details: ErrorDetail[], what = 'Invalid request'): 
   const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
   const message = first ? `${what}: ${first.path ? first.path + ' ' : ''}${first.message}${more}.` : `${what}.`;
   return new ServiceError('invalid_request', message, { details });
+}
+
+/** A value read with `schema`, or the validation failure (invalid_request with details) every surface returns. */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalidInput(issuesToDetails(parsed.error.issues));
+  return parsed.data;
 }
 
 export type ErrorEnvelopeBody = { error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } };

@@ -6,6 +6,8 @@ import { ServiceError } from '../domain/errors.js';
 import type { AuthFailureReason } from '../services/authenticateApiKey.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
 import { batchedStatements } from '../db/batchedStatements.js';
+import { outboxBacklog } from '../db/webhookOutbox.js';
+import type { DispatcherStats } from '../workers/webhookDispatcher.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
 
@@ -14,6 +16,8 @@ export type MetricsOptions = {
   token?: string;
   /** The resume scheduler's running totals (ResumeSweep.stats), read at each scrape. */
   schedulerStats?: () => SchedulerStats;
+  /** The webhook dispatcher's running totals (WebhookDispatcher.stats), read at each scrape. */
+  webhookStats?: () => DispatcherStats;
   /**
    * Node process metrics (CPU, memory, event loop lag, GC). Off unless asked for (main turns them on): their
    * event-loop monitor cannot be stopped, and a test process builds many apps.
@@ -116,6 +120,49 @@ export class AppMetrics {
         });
       batchTotal('svc_db_batched_statements_total', 'Hot statements run, each for a batch of concurrent callers.', (s) => s.batches);
       batchTotal('svc_db_batched_inputs_total', 'Callers served by the hot statements (divide by statements for the batch size).', (s) => s.inputs);
+    }
+
+    const webhooks = opts.webhookStats;
+    if (webhooks) {
+      new Counter({
+        name: 'svc_webhook_deliveries_total',
+        help: 'Webhook delivery attempts by what followed: succeeded, retrying (another attempt later), failed (given up).',
+        labelNames: ['outcome'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [outcome, n] of Object.entries(webhooks().outcomes)) this.inc({ outcome }, n);
+        },
+      });
+      new Counter({
+        name: 'svc_webhook_attempts_total',
+        help: 'Webhook delivery attempts made by this instance.',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(webhooks().attempts);
+        },
+      });
+    }
+    if (db && webhooks) {
+      // Read from the outbox at each scrape: the whole deployment's backlog, whichever instance sends it.
+      const backlog = () => outboxBacklog(db, new Date());
+      new Gauge({
+        name: 'svc_webhook_queue_depth',
+        help: 'Webhook deliveries not yet finished (pending, or being sent).',
+        registers,
+        async collect() {
+          this.set((await backlog()).depth);
+        },
+      });
+      new Gauge({
+        name: 'svc_webhook_oldest_undelivered_seconds',
+        help: 'How long the oldest unfinished webhook delivery has waited since its event.',
+        registers,
+        async collect() {
+          this.set((await backlog()).oldestAgeMs / 1000);
+        },
+      });
     }
 
     const pool = opts.db?.poolStats ? () => opts.db!.poolStats!() : null;

@@ -14,6 +14,11 @@ export const OPENAPI_TAGS = [
     description:
       'Read a shop\'s subscription contracts and their history, and act on them: pause, resume, cancel, skip the next order, reschedule.',
   },
+  {
+    name: 'Webhook endpoints',
+    description:
+      'Where svc sends contract events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, in order per contract, with a delivery log.',
+  },
 ];
 
 export function openapiDocument(publicUrl: string | undefined): NonNullable<FastifyDynamicSwaggerOptions['openapi']> {

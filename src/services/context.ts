@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import { systemResolve, type AddressPolicy } from '../webhooks/addressGuard.js';
 import { standalonePlatform, type PlatformPort } from './platform.js';
 
 export type Clock = { now(): Date };
@@ -12,13 +13,17 @@ export type ServiceContext = {
   freeUntil: Date | null;
   /** Where the contracts live (PRODUCT §9): svc's own table (standalone) or the platform's. */
   platform: PlatformPort;
+  /** Where webhooks may be sent (WEBHOOKS_ALLOW_PRIVATE) and how names resolve: the SSRF guard's policy. */
+  webhookAddresses: AddressPolicy;
   /** Warnings that must not fail a request (a late last-used write, say). */
   warn?: (obj: object, msg: string) => void;
 };
 
-/** A context with the defaults of standalone mode (the platform port of svc's own table). */
-export function createServiceContext(c: Omit<ServiceContext, 'platform'> & { platform?: PlatformPort }): ServiceContext {
-  return { ...c, platform: c.platform ?? standalonePlatform };
+/** A context with the defaults: standalone mode (svc's own table), webhooks to public addresses only. */
+export function createServiceContext(
+  c: Omit<ServiceContext, 'platform' | 'webhookAddresses'> & { platform?: PlatformPort; webhookAddresses?: AddressPolicy },
+): ServiceContext {
+  return { ...c, platform: c.platform ?? standalonePlatform, webhookAddresses: c.webhookAddresses ?? { allowPrivate: false, resolve: systemResolve } };
 }
 
 export type ServiceCall<I> = { ctx: ServiceContext; input: I };

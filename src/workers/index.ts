@@ -1,19 +1,22 @@
 import type { ServiceContext } from '../services/context.js';
 import { IdempotencyCleanup } from './idempotencyCleanup.js';
 import { ResumeSweep } from './resumeSweep.js';
+import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
 
 /**
- * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (the
- * webhook dispatcher, platform reconciliation) and it runs wherever SCHEDULER_ENABLED is on.
+ * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (platform
+ * reconciliation, say) and it runs wherever SCHEDULER_ENABLED is on. Each may run on any number of instances.
  */
-export function createWorkers(ctx: ServiceContext, opts: { resumeIntervalMs: number; log?: WorkerLog }) {
+export function createWorkers(ctx: ServiceContext, opts: { resumeIntervalMs: number; webhookIntervalMs?: number; log?: WorkerLog }) {
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
-  const all = [resumeSweep, idempotencyCleanup];
+  const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, log: opts.log });
+  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher];
   return {
     resumeSweep,
     idempotencyCleanup,
+    webhookDispatcher,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
   };

@@ -12,6 +12,8 @@ export abstract class Worker {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> | null = null;
   private stopped = true;
+  private again = false;
+  private loop: (() => Promise<void>) | null = null;
 
   constructor(
     /** What the log says when a round fails. */
@@ -28,18 +30,31 @@ export abstract class Worker {
     this.stopped = false;
     const loop = async () => {
       if (this.stopped) return;
+      this.again = false;
       // A failed round is counted by the worker itself (its stats) and retried on the next one.
       this.running = this.tick().catch((err) => {
         this.log?.error({ err: { message: (err as Error).message } }, `${this.label} failed; retrying next tick`);
       });
       await this.running;
       this.running = null;
-      if (!this.stopped) {
-        this.timer = setTimeout(loop, this.intervalMs);
-        this.timer.unref();
-      }
+      if (this.stopped) return;
+      this.timer = setTimeout(loop, this.again ? 0 : this.intervalMs);
+      this.timer.unref();
     };
+    this.loop = loop;
     void loop();
+  }
+
+  /** Runs a round now instead of at the next interval (or right after the round under way): there is work. */
+  wake(): void {
+    if (this.stopped || !this.loop) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    void this.loop();
   }
 
   /** Stops scheduling and waits for a round in progress to finish. */

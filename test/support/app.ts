@@ -2,6 +2,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { createLogger } from '../../src/http/logging.js';
 import type { KeyAccess } from '../../src/domain/resources.js';
+import { systemResolve, type AddressPolicy } from '../../src/webhooks/addressGuard.js';
 import { createServiceContext, type Clock, type ServiceContext } from '../../src/services/context.js';
 import { generateKey } from '../../src/services/generateKey.js';
 import { seedContracts } from '../../src/services/seedContracts.js';
@@ -54,6 +55,8 @@ export async function startTestApp(
     clock?: TestClock;
     database?: TestDatabase;
     extraRoutes?: (app: FastifyInstance) => void;
+    /** Where webhooks may go: tests send them to local receivers, so private addresses are allowed unless said. */
+    webhookAddresses?: AddressPolicy;
     /** Optional parts of the app a test turns on: rate limits, metrics collectors, trusted proxies. */
     appDeps?: Pick<AppDeps, 'rateLimit' | 'metrics' | 'trustProxy'>;
   } = {},
@@ -62,7 +65,13 @@ export async function startTestApp(
   const clock = opts.clock ?? new TestClock();
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', sink: { write: (line) => logs.push(line) } });
-  const ctx: ServiceContext = createServiceContext({ db: database.db, clock, freeUntil: opts.freeUntil ?? null, warn: (o, m) => logger.warn(o, m) });
+  const ctx: ServiceContext = createServiceContext({
+    db: database.db,
+    clock,
+    freeUntil: opts.freeUntil ?? null,
+    warn: (o, m) => logger.warn(o, m),
+    webhookAddresses: opts.webhookAddresses ?? { allowPrivate: true, resolve: systemResolve },
+  });
   const app = await buildApp({ ctx, credentials: TEST_CREDENTIALS, logger, extraRoutes: opts.extraRoutes, ...opts.appDeps });
   return {
     app,

@@ -17,6 +17,7 @@ import { bearerToken } from '../../services/authenticateApiKey.js';
 import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
+import { adminWebhookRoutes } from './webhookRoutes.js';
 import {
   ContractIdParams,
   ContractListResponse,
@@ -130,4 +131,6 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     handler: async (req) =>
       listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
   });
+
+  adminWebhookRoutes(app, ctx, caller);
 }

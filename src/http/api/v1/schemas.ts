@@ -54,3 +54,12 @@ export const actionErrors = {
   415: err('unsupported_media_type: the body must be application/json'),
   422: err('idempotency_key_reused: same Idempotency-Key with a different request'),
 } as const;
+
+/** The error responses of a route that changes something other than a contract (webhook endpoints). */
+export const changeErrors = {
+  ...readErrors,
+  403: err('plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key)'),
+  409: err('endpoint_limit_reached (10 endpoints already) or idempotency_in_progress'),
+  415: err('unsupported_media_type: the body must be application/json'),
+  422: err('idempotency_key_reused: same Idempotency-Key with a different request'),
+} as const;

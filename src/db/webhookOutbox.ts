@@ -1,0 +1,196 @@
+import type { Database } from './client.js';
+
+/**
+ * The outbox of outgoing webhooks, as the dispatcher works it: claim due deliveries (FOR UPDATE SKIP LOCKED, so
+ * instances never claim one twice), and record what each attempt came to. The rows are written by the change path
+ * (contractEventConsumers.ts) in the commit of their event.
+ */
+
+/** A claimed delivery with what sending it needs: its endpoint (url, secrets) and its event. */
+export type ClaimedDelivery = {
+  id: string;
+  endpointId: string;
+  contractId: string | null;
+  eventId: string | null;
+  contractVersion: number | null;
+  type: string;
+  /** The contract right after the event, as JSON text. */
+  contract: string;
+  test: boolean;
+  /** This attempt's number (1 for the first). */
+  attempts: number;
+  createdAt: Date;
+  url: string;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  event: {
+    at: Date;
+    actorType: string;
+    actorKeyFingerprint: string | null;
+    fromStatus: string;
+    toStatus: string;
+    data: Record<string, unknown>;
+  } | null;
+};
+
+// Due: pending and its time has come, or claimed by an instance whose lease ran out (it died mid-send: at least
+// once). In order per contract and endpoint: a delivery waits while an earlier one of its contract to its endpoint
+// is unfinished, so a receiver gets one contract's events in the order they happened. Only enabled endpoints.
+const CLAIM = `
+  WITH due AS (
+    SELECT d.id FROM webhook_deliveries d
+      JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
+     WHERE ((d.status = 'pending' AND d.next_attempt_at <= $1) OR (d.status = 'delivering' AND d.lease_until <= $1))
+       AND NOT EXISTS (
+         SELECT 1 FROM webhook_deliveries p
+          WHERE p.endpoint_id = d.endpoint_id AND p.contract_id = d.contract_id AND p.id < d.id
+            AND p.status IN ('pending', 'delivering'))
+     ORDER BY d.id
+     LIMIT $2
+     FOR UPDATE OF d SKIP LOCKED
+  ), claimed AS (
+    UPDATE webhook_deliveries d SET status = 'delivering', lease_until = $3, attempts = d.attempts + 1
+      FROM due WHERE d.id = due.id
+    RETURNING d.*
+  )
+  SELECT c.id::text AS id, c.endpoint_id::text AS "endpointId", c.contract_id::text AS "contractId", c.event_id::text AS "eventId",
+         c.contract_version AS "contractVersion", c.type, c.contract::text AS contract, c.test, c.attempts, c.created_at AS "createdAt",
+         w.url, w.secret, w.previous_secret AS "previousSecret", w.previous_secret_expires_at AS "previousSecretExpiresAt",
+         e.at AS "eventAt", e.actor_type AS "actorType", e.actor_key_fingerprint AS "actorKeyFingerprint",
+         e.from_status AS "fromStatus", e.to_status AS "toStatus", e.data AS "eventData"
+    FROM claimed c
+    JOIN webhook_endpoints w ON w.id = c.endpoint_id
+    LEFT JOIN contract_events e ON e.id = c.event_id
+   ORDER BY c.id`;
+
+export async function claimDueDeliveries(db: Database, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const rows = await db.prepared<Record<string, unknown>>('svc_claim_webhook_deliveries', CLAIM, [now, limit, new Date(now.getTime() + leaseMs)]);
+  return rows.map((r) => ({
+    id: r.id as string,
+    endpointId: r.endpointId as string,
+    contractId: r.contractId as string | null,
+    eventId: r.eventId as string | null,
+    contractVersion: r.contractVersion as number | null,
+    type: r.type as string,
+    contract: r.contract as string,
+    test: r.test as boolean,
+    attempts: r.attempts as number,
+    createdAt: r.createdAt as Date,
+    url: r.url as string,
+    secret: r.secret as string,
+    previousSecret: r.previousSecret as string | null,
+    previousSecretExpiresAt: r.previousSecretExpiresAt as Date | null,
+    event: r.eventAt
+      ? {
+          at: r.eventAt as Date,
+          actorType: r.actorType as string,
+          actorKeyFingerprint: r.actorKeyFingerprint as string | null,
+          fromStatus: r.fromStatus as string,
+          toStatus: r.toStatus as string,
+          data: r.eventData as Record<string, unknown>,
+        }
+      : null,
+  }));
+}
+
+/** What an attempt came to, and what follows for the delivery. */
+export type AttemptOutcome = {
+  deliveryId: string;
+  endpointId: string;
+  at: Date;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string | null;
+  /** succeeded; pending (another attempt at nextAttemptAt); failed (no attempt left, or the endpoint is gone). */
+  next: 'succeeded' | 'pending' | 'failed';
+  nextAttemptAt: Date | null;
+  /** The receiver answered 410 Gone: the endpoint is disabled. */
+  gone: boolean;
+};
+
+const RECORD_ATTEMPTS = `
+  WITH r AS (
+    SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+           AS r(id, at, status_code, duration_ms, error, response_body, next, next_attempt_at)
+  ), logged AS (
+    INSERT INTO webhook_attempts (delivery_id, at, status_code, duration_ms, error, response_body)
+    SELECT id, at, status_code, duration_ms, error, response_body FROM r
+  )
+  UPDATE webhook_deliveries d
+     SET status = r.next, next_attempt_at = COALESCE(r.next_attempt_at, d.next_attempt_at), lease_until = NULL,
+         last_status_code = r.status_code, last_error = r.error,
+         finished_at = CASE WHEN r.next = 'pending' THEN NULL ELSE r.at END
+    FROM r WHERE d.id = r.id`;
+
+// An endpoint that answered well is not failing; one that failed starts (or continues) its failing run, and is
+// disabled when the receiver is gone (410) or the run has lasted 5 days.
+const ENDPOINTS_SUCCEEDED = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY($1::uuid[]) AND failing_since IS NOT NULL`;
+const ENDPOINTS_FAILED = `
+  UPDATE webhook_endpoints w
+     SET failing_since = COALESCE(w.failing_since, f.at),
+         status = CASE WHEN f.gone OR COALESCE(w.failing_since, f.at) <= f.at - ($4::bigint * interval '1 millisecond') THEN 'disabled' ELSE w.status END,
+         disabled_reason = CASE WHEN f.gone THEN 'gone'
+                                WHEN COALESCE(w.failing_since, f.at) <= f.at - ($4::bigint * interval '1 millisecond') THEN 'failing'
+                                ELSE w.disabled_reason END,
+         disabled_at = CASE WHEN f.gone OR COALESCE(w.failing_since, f.at) <= f.at - ($4::bigint * interval '1 millisecond') THEN f.at ELSE w.disabled_at END
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::bool[]) AS f(id, at, gone)
+   WHERE w.id = f.id AND w.status = 'enabled'`;
+
+/** Records a batch of attempts and their consequences, in one transaction. */
+export async function recordAttempts(db: Database, outcomes: AttemptOutcome[], disableAfterFailingMs: number): Promise<void> {
+  if (outcomes.length === 0) return;
+  const col = <T>(f: (o: AttemptOutcome) => T) => outcomes.map(f);
+  // Per endpoint: one success in the batch means it works; otherwise its latest failure counts.
+  const succeeded = new Set(outcomes.filter((o) => o.next === 'succeeded').map((o) => o.endpointId));
+  const failed = new Map<string, { at: Date; gone: boolean }>();
+  for (const o of outcomes) {
+    if (o.next === 'succeeded' || succeeded.has(o.endpointId)) continue;
+    const prev = failed.get(o.endpointId);
+    failed.set(o.endpointId, { at: prev && prev.at > o.at ? prev.at : o.at, gone: (prev?.gone ?? false) || o.gone });
+  }
+  await db.transaction(async (run) => {
+    await run(RECORD_ATTEMPTS, [
+      col((o) => o.deliveryId),
+      col((o) => o.at),
+      col((o) => o.statusCode),
+      col((o) => o.durationMs),
+      col((o) => o.error),
+      col((o) => o.responseBody),
+      col((o) => o.next),
+      col((o) => o.nextAttemptAt),
+    ]);
+    if (succeeded.size) await run(ENDPOINTS_SUCCEEDED, [[...succeeded]]);
+    if (failed.size) {
+      const entries = [...failed];
+      await run(ENDPOINTS_FAILED, [entries.map(([id]) => id), entries.map(([, f]) => f.at), entries.map(([, f]) => f.gone), disableAfterFailingMs]);
+    }
+  });
+}
+
+/** Deliveries not yet finished, and how long the oldest has waited (for /metrics). */
+export async function outboxBacklog(db: Database, now: Date): Promise<{ depth: number; oldestAgeMs: number }> {
+  const [row] = await db.prepared<{ depth: string; oldest: Date | null }>(
+    'svc_webhook_backlog',
+    `SELECT count(*) AS depth, min(created_at) AS oldest FROM webhook_deliveries WHERE status IN ('pending', 'delivering')`,
+    [],
+  );
+  return { depth: Number(row.depth), oldestAgeMs: row.oldest ? Math.max(0, now.getTime() - new Date(row.oldest).getTime()) : 0 };
+}
+
+/** Deletes deliveries (and their attempts) older than `before`, a batch at a time; returns how many. */
+export async function purgeDeliveries(db: Database, before: Date, batch = 1000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await db.prepared<{ id: string }>(
+      'svc_purge_webhook_deliveries',
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status IN ('succeeded', 'failed') LIMIT $2)
+       RETURNING id`,
+      [before, batch],
+    );
+    total += rows.length;
+    if (rows.length < batch) return total;
+  }
+}

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { StoredText } from './text.js';
+
+/** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
+
+/** Every contract event type of PRODUCT §3, what an endpoint may subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [
+  'contract.paused',
+  'contract.pause_updated',
+  'contract.resumed',
+  'contract.cancelled',
+  'contract.skipped',
+  'contract.rescheduled',
+  'contract.created',
+  'contract.updated',
+  'contract.expired',
+  'contract.failed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export const MAX_WEBHOOK_ENDPOINTS = 10;
+
+export const WebhookEventFilter = z
+  .array(z.enum([...WEBHOOK_EVENT_TYPES, '*']))
+  .min(1)
+  .max(WEBHOOK_EVENT_TYPES.length + 1)
+  .refine((e) => !(e.includes('*') && e.length > 1), { message: '"*" (every event) stands alone' })
+  .describe('The event types sent to this endpoint, or ["*"] for all of them.');
+
+/** The URL of an endpoint: its form; where it may point is checked by the SSRF guard (webhooks/addressGuard.ts). */
+export const WebhookUrl = z
+  .string()
+  .max(2048)
+  .refine((u) => URL.canParse(u), { message: 'must be an absolute URL' })
+  .describe('Where svc POSTs events: https (http only for a loopback address while WEBHOOKS_ALLOW_PRIVATE=true).');
+
+export const WebhookEndpointInput = z.strictObject({
+  url: WebhookUrl,
+  description: StoredText(500).nullable().optional().describe('What the endpoint is for, for people.'),
+  events: WebhookEventFilter.default(['*']),
+});
+export type WebhookEndpointInput = z.infer<typeof WebhookEndpointInput>;
+
+export const WebhookEndpointPatch = z
+  .strictObject({
+    url: WebhookUrl.optional(),
+    description: StoredText(500).nullable().optional(),
+    events: WebhookEventFilter.optional(),
+    status: z.enum(['enabled', 'disabled']).optional().describe('disabled: nothing is sent until it is enabled again.'),
+  })
+  .refine((p) => Object.keys(p).length > 0, { message: 'send at least one of url, description, events, status' });
+export type WebhookEndpointPatch = z.infer<typeof WebhookEndpointPatch>;
+
+/** A signing secret as Standard Webhooks has it: `whsec_` + base64 of 32 random bytes. */
+export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** During a rotation the previous secret keeps signing beside the new one this long. */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+/** The webhook-id of a delivery: the same on every attempt and every resend of one event to one endpoint. */
+export const messageId = (deliveryId: string): string => `msg_${deliveryId}`;
+
+/**
+ * When each attempt is made, after the first (at once): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h; then
+ * the delivery has failed. (The schedule of PRODUCT §10, which is Svix's.)
+ */
+export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
+export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
+
+/** An endpoint failing this long without one success is disabled. */
+export const DISABLE_AFTER_FAILING_MS = 5 * 24 * 60 * 60 * 1000;
+
+/**
+ * The delay before the attempt after `attempts` failed ones, or null when none is left. Jittered by up to ±10 % (so
+ * a recovering receiver is not hit by every retry at once), and never sooner than a Retry-After the receiver sent
+ * (on 429 and 503), capped at a day.
+ */
+export function retryDelayMs(attempts: number, opts: { retryAfterMs?: number | null; random?: () => number } = {}): number | null {
+  const base = RETRY_DELAYS_MS[attempts - 1];
+  if (base === undefined) return null;
+  const jittered = Math.round(base * (0.9 + 0.2 * (opts.random ?? Math.random)()));
+  const floor = Math.min(opts.retryAfterMs ?? 0, 86_400_000);
+  return Math.max(jittered, floor);
+}
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: Date): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now.getTime());
+}
+
+/**
+ * The body of a delivery: `{ type, timestamp, data: { event, contract, version } }`. `version` is the contract's
+ * version right after the event: it only grows, so a receiver can drop a delivery older than one it has applied.
+ */
+export function webhookPayload(d: { type: string; at: Date; event: unknown; contract: unknown; version: number | null }): string {
+  return JSON.stringify({ type: d.type, timestamp: d.at.toISOString(), data: { event: d.event, contract: d.contract, version: d.version } });
+}
+
+const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
+
+export const WebhookEndpoint = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    description: z.string().nullable(),
+    events: z.array(z.string()),
+    status: z.enum(['enabled', 'disabled']),
+    disabledReason: z
+      .enum(['manual', 'gone', 'failing'])
+      .nullable()
+      .describe('Why it is disabled: by hand, the receiver answered 410 Gone, or 5 days of failed deliveries.'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'WebhookEndpoint' });
+export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
+
+export const WebhookAttempt = z.object({
+  at: Timestamp,
+  statusCode: z.number().int().nullable().describe('The receiver\'s HTTP status; null when it did not answer.'),
+  durationMs: z.number().int(),
+  error: z.string().nullable(),
+  responseBody: z.string().nullable().describe('The first 4 KB of the response.'),
+});
+
+export const WebhookDelivery = z
+  .object({
+    id: z.string(),
+    webhookId: z.string().describe('The webhook-id header: the same on every attempt and resend.'),
+    type: z.string(),
+    contractId: z.string().nullable(),
+    eventId: z.string().nullable(),
+    version: z.number().int().nullable(),
+    test: z.boolean(),
+    status: z.enum(['pending', 'delivering', 'succeeded', 'failed']),
+    attempts: z.number().int(),
+    nextAttemptAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+    finishedAt: Timestamp.nullable(),
+    attemptLog: z.array(WebhookAttempt),
+  })
+  .meta({ id: 'WebhookDelivery' });
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

@@ -1,0 +1,121 @@
+import { and, asc, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { webhookAttempts, webhookDeliveries, type WebhookAttemptRow, type WebhookDeliveryRow } from '../db/schema.js';
+import { parseInput, ServiceError } from '../domain/errors.js';
+import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
+import { iso } from '../domain/time.js';
+import { messageId, WEBHOOK_EVENT_TYPES, type WebhookDelivery } from '../domain/webhooks.js';
+import { z } from 'zod';
+import { assertMayChange, type Caller } from './caller.js';
+import type { ServiceCall } from './context.js';
+import { endpointRow } from './webhookEndpoints.js';
+
+/** The delivery log of an endpoint, resending, and test events (PRODUCT §10). */
+
+function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[]): WebhookDelivery {
+  const finished = row.status === 'succeeded' || row.status === 'failed';
+  return {
+    id: row.id,
+    webhookId: messageId(row.id),
+    type: row.type,
+    contractId: row.contractId,
+    eventId: row.eventId,
+    version: row.contractVersion,
+    test: row.test,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: finished ? null : row.nextAttemptAt.toISOString(),
+    createdAt: row.createdAt.toISOString(),
+    finishedAt: iso(row.finishedAt),
+    attemptLog: attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, durationMs: a.durationMs, error: a.error, responseBody: a.responseBody })),
+  };
+}
+
+const ID = /^\d{1,19}$/;
+
+/** An endpoint's deliveries, newest first, each with its attempts (oldest first). */
+export async function listWebhookDeliveries({
+  ctx,
+  input,
+}: ServiceCall<{ caller: Caller; endpointId: string; limit?: number; cursor?: string }>): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  const limit = input.limit ?? PAGE_LIMIT.default;
+  const before = input.cursor ? decodeCursor(input.cursor) : null;
+  const rows = await ctx.db.orm
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.endpointId, endpoint.id), before ? lt(webhookDeliveries.id, before) : sql`true`))
+    .orderBy(desc(webhookDeliveries.id))
+    .limit(limit + 1);
+  const ids = rows.slice(0, limit).map((r) => r.id);
+  const attempts = ids.length
+    ? await ctx.db.orm.select().from(webhookAttempts).where(inArray(webhookAttempts.deliveryId, ids)).orderBy(asc(webhookAttempts.id))
+    : [];
+  const { items, nextCursor } = toPage(rows, limit, (r) => toDelivery(r, attempts.filter((a) => a.deliveryId === r.id)));
+  return { deliveries: items, nextCursor };
+}
+
+/**
+ * Sends a delivery again, now, with the same webhook-id (a receiver that already has it can drop it) and the whole
+ * retry schedule ahead of it.
+ */
+export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; deliveryId: string }>): Promise<WebhookDelivery> {
+  assertMayChange(input.caller);
+  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  if (!ID.test(input.deliveryId)) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
+  const [row] = await ctx.db.orm
+    .update(webhookDeliveries)
+    .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null, leaseUntil: null })
+    .where(and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id)))
+    .returning();
+  if (!row) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
+  return toDelivery(row, []);
+}
+
+/** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */
+export async function resendFailedDeliveries({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<{ resent: number }> {
+  assertMayChange(input.caller);
+  const { since } = parseInput(z.strictObject({ since: z.iso.datetime().describe('Resend the deliveries that failed from this moment on.') }), input.body ?? {});
+  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  const resent = await ctx.db.orm
+    .update(webhookDeliveries)
+    .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null })
+    .where(and(eq(webhookDeliveries.endpointId, endpoint.id), eq(webhookDeliveries.status, 'failed'), gte(webhookDeliveries.finishedAt, new Date(since))))
+    .returning({ id: webhookDeliveries.id });
+  return { resent: resent.length };
+}
+
+export const TestEventInput = z.strictObject({
+  type: z.enum(WEBHOOK_EVENT_TYPES).default('contract.paused').describe('The event type of the test delivery.'),
+});
+
+/** A sample contract for test events: the shape a receiver gets, with made-up values. */
+function sampleContract(now: Date) {
+  const at = now.toISOString();
+  return {
+    id: '0',
+    status: 'PAUSED',
+    customer: { id: '0', email: 'test@example.com' },
+    billingPolicy: { interval: 'MONTH', intervalCount: 1 },
+    nextBillingDate: at,
+    lines: [{ title: 'Test product', variantId: '0', quantity: 1, price: { amount: '10.00', currencyCode: 'USD' } }],
+    pausedAt: at,
+    resumeAt: null,
+    cancelledAt: null,
+    cancellationReason: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+/** Queues a test event of any type to the endpoint, delivered, signed and logged like any other (test: true). */
+export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<WebhookDelivery> {
+  assertMayChange(input.caller);
+  const { type } = parseInput(TestEventInput, input.body ?? {});
+  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  const now = ctx.clock.now();
+  const [row] = await ctx.db.orm
+    .insert(webhookDeliveries)
+    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: sampleContract(now), test: true, nextAttemptAt: now, createdAt: now })
+    .returning();
+  return toDelivery(row, []);
+}

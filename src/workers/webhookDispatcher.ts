@@ -1,0 +1,154 @@
+import { Webhook } from 'standardwebhooks';
+import { claimDueDeliveries, purgeDeliveries, recordAttempts, type AttemptOutcome, type ClaimedDelivery } from '../db/webhookOutbox.js';
+import { toContractEvent } from '../domain/resources.js';
+import { DISABLE_AFTER_FAILING_MS, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
+import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
+import { postWebhook, type AttemptResult } from '../webhooks/send.js';
+import { Worker, type WorkerLog } from './worker.js';
+
+/** Channel the outbox's trigger notifies when deliveries are written (migration 0005). */
+export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
+/** A claimed delivery whose instance died is claimed again after this (the attempt is at most 15 s). */
+const LEASE_MS = 60_000;
+/** The delivery log is kept this long. */
+export const DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export type DispatcherStats = {
+  /** Attempts by what followed: succeeded, retrying (another attempt later), failed (no attempt left, or gone). */
+  outcomes: { succeeded: number; retrying: number; failed: number };
+  attempts: number;
+};
+
+/** The body and headers of one attempt (Standard Webhooks), the same body on every attempt of a delivery. */
+export function signedRequest(d: ClaimedDelivery, signedAt: Date): { body: string; headers: Record<string, string> } {
+  const event = d.event
+    ? toContractEvent({
+        id: d.eventId!,
+        contractId: d.contractId!,
+        shopId: '',
+        type: d.type,
+        at: d.event.at,
+        actorType: d.event.actorType,
+        actorKeyFingerprint: d.event.actorKeyFingerprint,
+        fromStatus: d.event.fromStatus,
+        toStatus: d.event.toStatus,
+        data: d.event.data,
+        contractVersion: d.contractVersion,
+      })
+    : { id: `test_${d.id}`, type: d.type, at: d.createdAt.toISOString(), actor: { type: 'admin' }, from: 'ACTIVE', to: 'ACTIVE', data: { test: true } };
+  // The contract's JSON is put in as stored: it is never parsed and written again.
+  const body = `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(event.at)},"data":{"event":${JSON.stringify(event)},"contract":${d.contract},"version":${d.contractVersion ?? 'null'}}}`;
+  const id = messageId(d.id);
+  const sign = (secret: string) => new Webhook(secret).sign(id, signedAt, body);
+  // During a rotation the previous secret signs beside the new one: a receiver with either verifies.
+  const overlapping = d.previousSecret && d.previousSecretExpiresAt && d.previousSecretExpiresAt.getTime() > signedAt.getTime();
+  const signature = overlapping ? `${sign(d.secret)} ${sign(d.previousSecret!)}` : sign(d.secret);
+  return { body, headers: { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)), 'webhook-signature': signature } };
+}
+
+/** What follows an attempt (PRODUCT §10): success on a 2xx; 410 gives up and disables; else the retry schedule. */
+export function outcomeOf(d: ClaimedDelivery, r: AttemptResult, now: Date, random: () => number = Math.random): AttemptOutcome {
+  const base = { deliveryId: d.id, endpointId: d.endpointId, at: now, statusCode: r.statusCode, durationMs: r.durationMs, error: r.error, responseBody: r.responseBody };
+  if (r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300) return { ...base, next: 'succeeded', nextAttemptAt: null, gone: false };
+  if (r.statusCode === 410) return { ...base, next: 'failed', nextAttemptAt: null, gone: true };
+  const retryAfterMs = r.statusCode === 429 || r.statusCode === 503 ? parseRetryAfter(r.retryAfter, now) : null;
+  const delay = retryDelayMs(d.attempts, { retryAfterMs, random });
+  if (delay === null) return { ...base, next: 'failed', nextAttemptAt: null, gone: false };
+  return { ...base, next: 'pending', nextAttemptAt: new Date(now.getTime() + delay), gone: false };
+}
+
+/**
+ * Sends the outbox (PRODUCT §10). Each round claims due deliveries in batches (SKIP LOCKED: any number of instances,
+ * no delivery claimed twice; in order per contract and endpoint), sends them concurrently, and records every attempt
+ * and what follows in one transaction per batch. It wakes at once when deliveries are written (LISTEN on the
+ * outbox's channel) and on its interval otherwise. At least once: a claim is a lease, so a delivery whose instance
+ * died mid-send goes out again, with the same webhook-id.
+ */
+export class WebhookDispatcher extends Worker {
+  readonly stats: DispatcherStats = { outcomes: { succeeded: 0, retrying: 0, failed: 0 }, attempts: 0 };
+  private unlisten: (() => Promise<void>) | null = null;
+  private lastPurge = 0;
+
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly opts: {
+      intervalMs?: number;
+      batchSize?: number;
+      concurrency?: number;
+      log?: WorkerLog;
+      signingClock?: Clock;
+      random?: () => number;
+      /** How long a receiver has to answer (15 s). */
+      timeoutMs?: number;
+    } = {},
+  ) {
+    super('webhook dispatch', opts.intervalMs ?? 1000, opts.log);
+  }
+
+  /** Sends everything due now, batch after batch. Returns how many attempts it made. */
+  async tick(): Promise<number> {
+    const batchSize = this.opts.batchSize ?? 100;
+    let made = 0;
+    // Until nothing is due: a delivery waiting behind an earlier one of its contract is due once that one is done.
+    for (let round = 0; round < 1000; round++) {
+      const claimed = await claimDueDeliveries(this.ctx.db, this.ctx.clock.now(), batchSize, LEASE_MS);
+      if (claimed.length === 0) break;
+      const outcomes = await this.sendAll(claimed);
+      await recordAttempts(this.ctx.db, outcomes, DISABLE_AFTER_FAILING_MS);
+      for (const o of outcomes) this.stats.outcomes[o.next === 'pending' ? 'retrying' : o.next]++;
+      this.stats.attempts += outcomes.length;
+      made += outcomes.length;
+    }
+    await this.purgeOldDeliveries();
+    return made;
+  }
+
+  private async sendAll(claimed: ClaimedDelivery[]): Promise<AttemptOutcome[]> {
+    const out = new Array<AttemptOutcome>(claimed.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < claimed.length) {
+        const i = next++;
+        const d = claimed[i];
+        const { body, headers } = signedRequest(d, (this.opts.signingClock ?? systemClock).now());
+        const result = await postWebhook(d.url, headers, body, this.ctx.webhookAddresses, this.opts.timeoutMs);
+        out[i] = outcomeOf(d, result, this.ctx.clock.now(), this.opts.random);
+        if (result.error) this.log?.info({ delivery: d.id, endpoint: d.endpointId, attempt: d.attempts, status: result.statusCode, error: result.error }, 'webhook delivery attempt failed');
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 50, claimed.length) }, lane));
+    return out;
+  }
+
+  /** The delivery log is kept 30 days: older finished deliveries go, at most once an hour per instance. */
+  private async purgeOldDeliveries(): Promise<void> {
+    const now = this.ctx.clock.now().getTime();
+    if (now - this.lastPurge < 3_600_000) return;
+    this.lastPurge = now;
+    await purgeDeliveries(this.ctx.db, new Date(now - DELIVERY_RETENTION_MS));
+  }
+
+  override start(): void {
+    super.start();
+    void this.listen();
+  }
+
+  /** Wakes on every NOTIFY of the outbox; a lost connection is tried again on the next round's interval. */
+  private async listen(): Promise<void> {
+    try {
+      this.unlisten = await this.ctx.db.listen(DELIVERIES_CHANNEL, () => this.wake(), (err) => {
+        this.log?.error({ err: { message: err.message } }, 'webhook wake-up channel lost; retrying');
+        this.unlisten = null;
+        setTimeout(() => void this.listen(), 5000).unref();
+      });
+    } catch (err) {
+      this.log?.error({ err: { message: (err as Error).message } }, 'could not listen for webhook deliveries; the interval still runs');
+    }
+  }
+
+  override async stop(): Promise<void> {
+    await this.unlisten?.();
+    this.unlisten = null;
+    await super.stop();
+  }
+}
