@@ -40,6 +40,8 @@ const ConfigSchema = z.object({
   // Webhooks may reach private and loopback addresses, and http on loopback (development and tests only: SSRF).
   WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  // How long a receiver has to answer one delivery (PRODUCT §10: 15 s).
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(15_000),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
@@ -68,6 +70,7 @@ export type Config = {
   trustProxy: TrustProxy;
   webhooksAllowPrivate: boolean;
   webhookDispatchIntervalMs: number;
+  webhookTimeoutMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -121,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY ? parseTrustProxy(e.TRUST_PROXY)! : false,
     webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true',
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
   };
 }
 

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     webhookAddresses: { allowPrivate: config.webhooksAllowPrivate, resolve: systemResolve },
   });
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
-  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, log });
+  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, webhookTimeoutMs: config.webhookTimeoutMs, log });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,

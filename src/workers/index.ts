@@ -8,10 +8,10 @@ import type { WorkerLog } from './worker.js';
  * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (platform
  * reconciliation, say) and it runs wherever SCHEDULER_ENABLED is on. Each may run on any number of instances.
  */
-export function createWorkers(ctx: ServiceContext, opts: { resumeIntervalMs: number; webhookIntervalMs?: number; log?: WorkerLog }) {
+export function createWorkers(ctx: ServiceContext, opts: { resumeIntervalMs: number; webhookIntervalMs?: number; webhookTimeoutMs?: number; log?: WorkerLog }) {
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
-  const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, log: opts.log });
+  const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, log: opts.log });
   const all = [resumeSweep, idempotencyCleanup, webhookDispatcher];
   return {
     resumeSweep,

@@ -3,13 +3,13 @@ import { claimDueDeliveries, purgeDeliveries, recordAttempts, type AttemptOutcom
 import { toContractEvent } from '../domain/resources.js';
 import { DISABLE_AFTER_FAILING_MS, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
 import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
-import { postWebhook, type AttemptResult } from '../webhooks/send.js';
+import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from '../webhooks/send.js';
 import { Worker, type WorkerLog } from './worker.js';
 
 /** Channel the outbox's trigger notifies when deliveries are written (migration 0005). */
 export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
-/** A claimed delivery whose instance died is claimed again after this (the attempt is at most 15 s). */
-const LEASE_MS = 60_000;
+/** A claimed delivery whose instance died is claimed again this long after its attempt would have timed out. */
+const LEASE_MARGIN_MS = 5_000;
 /** The delivery log is kept this long. */
 export const DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -91,7 +91,7 @@ export class WebhookDispatcher extends Worker {
     let made = 0;
     // Until nothing is due: a delivery waiting behind an earlier one of its contract is due once that one is done.
     for (let round = 0; round < 1000; round++) {
-      const claimed = await claimDueDeliveries(this.ctx.db, this.ctx.clock.now(), batchSize, LEASE_MS);
+      const claimed = await claimDueDeliveries(this.ctx.db, this.ctx.clock.now(), batchSize, (this.opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) + LEASE_MARGIN_MS);
       if (claimed.length === 0) break;
       const outcomes = await this.sendAll(claimed);
       await recordAttempts(this.ctx.db, outcomes, DISABLE_AFTER_FAILING_MS);

@@ -15,6 +15,10 @@ export async function startReceiver(): Promise<{
   answers: ({ status: number; headers?: Record<string, string>; body?: string } | 'hang')[];
   /** The answer once `answers` is used up. */
   then: { status: number; headers?: Record<string, string>; body?: string };
+  /** While true, every connection is cut at once (a receiver that is down): nothing is received. */
+  down: boolean;
+  /** Answers after this many milliseconds (a slow receiver). */
+  delayMs: number;
   /** Resolves once `n` requests have been received. */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -26,6 +30,8 @@ export async function startReceiver(): Promise<{
     received,
     answers: [] as ({ status: number; headers?: Record<string, string>; body?: string } | 'hang')[],
     then: { status: 200, body: 'ok' } as { status: number; headers?: Record<string, string>; body?: string },
+    down: false,
+    delayMs: 0,
     waitFor(n: number, timeoutMs = 5000) {
       if (received.length >= n) return Promise.resolve(received);
       return new Promise<Received[]>((resolve, reject) => {
@@ -39,6 +45,10 @@ export async function startReceiver(): Promise<{
     }),
   };
   const server = http.createServer((req, res) => {
+    if (r.down) {
+      req.socket.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -46,7 +56,9 @@ export async function startReceiver(): Promise<{
       for (const w of waiters.filter((w) => received.length >= w.n)) w.resolve();
       const answer = r.answers.shift() ?? r.then;
       if (answer === 'hang') return;
-      res.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+      const send = () => res.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+      if (r.delayMs) setTimeout(send, r.delayMs);
+      else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
