@@ -5,28 +5,21 @@
  * (default 10) at 50 connections, each right after a baseline run of its method, and gives each scenario's ratio to
  * that run. The last line printed is one JSON object.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
-import { openDatabase, type Database } from '../src/db/client.js';
-import { migrate } from '../src/db/migrate.js';
 import { newRawKey } from '../src/domain/keys.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
+import { benchDatabase, buildServer, cpuMs, peakRssMb, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
 const CONTRACTS = 2000;
 const FIXED_RATE = 500;
 const WARMUP_SECONDS = 1;
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 
 type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
 
@@ -36,71 +29,7 @@ const PROFILE_DIR = process.env.BENCH_PROFILE;
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (name: string) => !ONLY || ONLY.includes(name);
 
-/** A port nobody listens on now: the child is told to use it, then asked until it answers (at any LOG_LEVEL). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-async function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], readyPath = '/healthz'): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  // Compiled JavaScript runs as `npm start` runs it; TypeScript (the baseline) through tsx.
-  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
-    cwd: root,
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let exited: Error | null = null;
-  child.stderr!.on('data', (b) => process.stderr.write(b));
-  child.on('exit', (code) => (exited = new Error(`${script} exited with ${code}`)));
-  for (let i = 0; i < 300; i++) {
-    if (exited) throw exited;
-    const ok = await fetch(url + readyPath).then((r) => r.ok, () => false);
-    if (ok) return { child, url };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`${script} did not answer on ${url}${readyPath} within 30 s`);
-}
-
-function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /VmHWM:\s+(\d+) kB/.exec(status);
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-}
-
 const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0 };
-
-/** CPU time (user + system, ms) used so far by one process, or by every process whose command starts with `name`. */
-function cpuMs(which: { pid: number } | { name: string }): number {
-  const read = (pid: string) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-    } catch {
-      return 0;
-    }
-  };
-  if ('pid' in which) return read(String(which.pid));
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(which.name)) total += read(pid);
-    } catch {
-      // gone
-    }
-  }
-  return total;
-}
 
 // The CPU each request costs the server and the database: steadier than requests per second on a shared machine.
 let svcPid = 0;
@@ -206,47 +135,18 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '100000000',
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000000',
   };
-  let db: Database;
-  let where: string;
-  if (process.env.DATABASE_URL) {
-    const schema = `svc_bench_${randomBytes(4).toString('hex')}`;
-    const admin = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL });
-    await admin.withSession((q) => q(`CREATE SCHEMA ${schema}`));
-    cleanups.push(async () => {
-      await admin.withSession((q) => q(`DROP SCHEMA ${schema} CASCADE`));
-      await admin.close();
-    });
-    const u = new URL(process.env.DATABASE_URL);
-    u.searchParams.set('options', `-c search_path=${schema}`);
-    env.DATABASE_URL = u.toString();
-    db = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL, searchPath: schema });
-    where = 'PostgreSQL';
-  } else {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    env.DATA_DIR = dir;
-    env.DATABASE_URL = '';
-    db = await openDatabase({ kind: 'pglite', dataDir: dir });
-    where = 'embedded PGlite';
-  }
-  await migrate(db);
+  const bench = await benchDatabase();
+  Object.assign(env, bench.env);
+  cleanups.push(() => bench.cleanup());
+  const { db, where } = bench;
   const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null });
   const shop = await setShopPlan({ ctx, input: { domain: 'bench.myshopify.com', plan: 'enterprise' } });
   const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
   const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);
   await db.close();
 
-  // As `npm start` does: compile, then run the JavaScript with node.
-  const built = spawnSync(process.execPath, ['scripts/build-server.mjs'], { cwd: root, stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('npm run build failed');
-  // BENCH_NODE_ARGS: extra node options for svc alone (V8 heap sizes, say), to compare settings.
-  // The node options `npm start` uses (package.json config.node_args), then BENCH_NODE_ARGS, which win.
-  const startArgs: string = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).config.node_args;
-  const nodeArgs = [
-    ...startArgs.split(' '),
-    ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-    ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
-  ];
+  // As `npm start` does: compile, then run the JavaScript with node (BENCH_NODE_ARGS: extra options for svc alone).
+  const nodeArgs = buildServer(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   const svc = await startChild('dist/main.js', env, nodeArgs);
   svcPid = svc.child.pid!;
   const base = await startChild('bench/baseline.ts', {}, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`] : [], '/echo/1');

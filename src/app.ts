@@ -15,6 +15,7 @@ import { frameworkErrors, registerErrorHandling, sendError } from './http/errors
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { accessLogWriter, scrubKeys } from './http/logging.js';
+import type { RequestLoad } from './http/load.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
@@ -36,6 +37,8 @@ export type AppDeps = {
   trustProxy?: boolean | number | string[];
   /** Routes a test adds before the app is sealed (e.g. one that throws, to see the 500 envelope). */
   extraRoutes?: (app: FastifyInstance) => void;
+  /** Counts the requests in flight, for background work that gives way to them (workers/webhookDispatcher.ts). */
+  load?: RequestLoad;
 };
 
 export const BODY_LIMIT = 16 * 1024;
@@ -72,7 +75,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     closing = true;
     done();
   });
+  const load = deps.load;
   app.addHook('onRequest', (req, reply, done) => {
+    if (load) load.inFlight++;
     reply.header('x-request-id', req.id);
     if (closing) {
       // Shutting down (SIGTERM): requests in flight finish, new ones on an open connection are turned away with
@@ -94,7 +99,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
   const accessLog = accessLogWriter(deps.logger);
+  if (load) app.addHook('onRequestAbort', (_req, done) => {
+    load.inFlight--;
+    done();
+  });
   app.addHook('onResponse', (req, reply, done) => {
+    if (load) load.inFlight--;
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     const ms = reply.elapsedTime;
     accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });

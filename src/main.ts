@@ -7,6 +7,7 @@ import { createRateLimitStore } from './http/rateLimitStore.js';
 import { createServiceContext, systemClock, type ServiceContext } from './services/context.js';
 import { loadAppCredentials } from './services/sessionTokens.js';
 import { createWorkers } from './workers/index.js';
+import { RequestLoad } from './http/load.js';
 import { systemResolve } from './webhooks/addressGuard.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
@@ -41,7 +42,8 @@ async function main(): Promise<void> {
     webhookAddresses: { allowPrivate: config.webhooksAllowPrivate, resolve: systemResolve },
   });
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
-  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, webhookTimeoutMs: config.webhookTimeoutMs, log });
+  const load = new RequestLoad();
+  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, webhookTimeoutMs: config.webhookTimeoutMs, load, log });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,
@@ -52,6 +54,7 @@ async function main(): Promise<void> {
     rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
     metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
     trustProxy: config.trustProxy,
+    load,
   });
 
   let address: string;

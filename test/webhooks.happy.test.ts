@@ -195,6 +195,21 @@ describe('deliveries', () => {
   });
 });
 
+describe('the delivery log', () => {
+  it('is kept 30 days: finished deliveries older than that go, with their attempts; newer ones and unfinished ones stay', async () => {
+    const s = await shopWithEndpoint();
+    const [c] = await t.seed(s.shopId, 1);
+    await act(s.key, c.id, { action: 'skip' });
+    await dispatcher.tick();
+    t.clock.advance(31 * 24 * 3_600_000);
+    await act(s.key, c.id, { action: 'skip' });
+    await new WebhookDispatcher(t.ctx).tick(); // a fresh dispatcher cleans up on its first round
+    const rows = await sql<{ type: string; status: string }>(t, 'SELECT type, status FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id', [s.endpoint.id]);
+    expect(rows).toEqual([{ type: 'contract.skipped', status: 'succeeded' }]);
+    expect((await t.inject({ url: `${WEBHOOKS}/${s.endpoint.id}/deliveries`, headers: bearer(s.key) })).json().deliveries).toHaveLength(1);
+  });
+});
+
 describe('the admin API', () => {
   it('reveals the secret on request, and sees the same endpoints as the API', async () => {
     const s = await shopWithEndpoint();

@@ -46,7 +46,8 @@ const CLAIM = `
          SELECT 1 FROM webhook_deliveries p
           WHERE p.endpoint_id = d.endpoint_id AND p.contract_id = d.contract_id AND p.id < d.id
             AND p.status IN ('pending', 'delivering'))
-     ORDER BY d.id
+     -- Oldest due first, along the due index (finished deliveries are not in it, however many the log holds).
+     ORDER BY d.next_attempt_at, d.id
      LIMIT $2
      FOR UPDATE OF d SKIP LOCKED
   ), claimed AS (
@@ -179,18 +180,25 @@ export async function outboxBacklog(db: Database, now: Date): Promise<{ depth: n
   return { depth: Number(row.depth), oldestAgeMs: row.oldest ? Math.max(0, now.getTime() - new Date(row.oldest).getTime()) : 0 };
 }
 
-/** Deletes deliveries (and their attempts) older than `before`, a batch at a time; returns how many. */
+/**
+ * Deletes finished deliveries (and their attempts) created before `before`, oldest first, a batch at a time; returns
+ * how many. Walks the primary key from the oldest (ids grow with created_at) and stops at the first batch that
+ * reaches a newer one, so it needs no index of its own.
+ */
 export async function purgeDeliveries(db: Database, before: Date, batch = 1000): Promise<number> {
   let total = 0;
   for (;;) {
-    const rows = await db.prepared<{ id: string }>(
+    const rows = await db.prepared<{ id: string; old: boolean }>(
       'svc_purge_webhook_deliveries',
-      `DELETE FROM webhook_deliveries WHERE id IN (
-         SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status IN ('succeeded', 'failed') LIMIT $2)
-       RETURNING id`,
+      `WITH oldest AS (SELECT id, created_at, status FROM webhook_deliveries ORDER BY id LIMIT $2),
+            gone AS (DELETE FROM webhook_deliveries d USING oldest o
+                      WHERE d.id = o.id AND o.created_at < $1 AND o.status IN ('succeeded', 'failed') RETURNING d.id)
+       SELECT (SELECT count(*) FROM gone)::int AS deleted, coalesce(bool_and(created_at < $1), false) AS old FROM oldest`,
       [before, batch],
     );
-    total += rows.length;
-    if (rows.length < batch) return total;
+    const [{ deleted, old }] = rows as unknown as { deleted: number; old: boolean }[];
+    total += deleted;
+    // A batch with a newer delivery in it is the end of what is old enough (unfinished old ones stay, to be sent).
+    if (!old || deleted === 0) return total;
   }
 }

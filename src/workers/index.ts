@@ -3,15 +3,23 @@ import { IdempotencyCleanup } from './idempotencyCleanup.js';
 import { ResumeSweep } from './resumeSweep.js';
 import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
+import type { RequestLoad } from '../http/load.js';
+
+const BUSY_REQUESTS = 8;
 
 /**
  * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (platform
  * reconciliation, say) and it runs wherever SCHEDULER_ENABLED is on. Each may run on any number of instances.
  */
-export function createWorkers(ctx: ServiceContext, opts: { resumeIntervalMs: number; webhookIntervalMs?: number; webhookTimeoutMs?: number; log?: WorkerLog }) {
+export function createWorkers(
+  ctx: ServiceContext,
+  opts: { resumeIntervalMs: number; webhookIntervalMs?: number; webhookTimeoutMs?: number; load?: RequestLoad; log?: WorkerLog },
+) {
+  // Requests come first: with this many in flight, the dispatcher gives way (webhookDispatcher.ts).
+  const busy = opts.load ? () => opts.load!.inFlight >= BUSY_REQUESTS : undefined;
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
-  const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, log: opts.log });
+  const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const all = [resumeSweep, idempotencyCleanup, webhookDispatcher];
   return {
     resumeSweep,

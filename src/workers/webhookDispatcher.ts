@@ -10,6 +10,12 @@ import { Worker, type WorkerLog } from './worker.js';
 export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
 /** A claimed delivery whose instance died is claimed again this long after its attempt would have timed out. */
 const LEASE_MARGIN_MS = 5_000;
+/** While the instance is crowded with requests: this many deliveries, then this pause (about 100 a second). */
+const YIELDING_BATCH = 10;
+const YIELDING_PAUSE_MS = 100;
+/** After a round that sent something, poll every LINGER_POLL_MS for LINGER_MS before waiting for a notification. */
+const LINGER_MS = 200;
+const LINGER_POLL_MS = 10;
 /** The delivery log is kept this long. */
 export const DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -68,6 +74,8 @@ export class WebhookDispatcher extends Worker {
   readonly stats: DispatcherStats = { outcomes: { succeeded: 0, retrying: 0, failed: 0 }, attempts: 0 };
   private unlisten: (() => Promise<void>) | null = null;
   private lastPurge = 0;
+  private wakePending: NodeJS.Timeout | null = null;
+  private lingerUntil = 0;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -80,6 +88,13 @@ export class WebhookDispatcher extends Worker {
       random?: () => number;
       /** How long a receiver has to answer (15 s). */
       timeoutMs?: number;
+      /** How long a wake-up waits for more deliveries to send them together (10 ms). */
+      coalesceMs?: number;
+      /**
+       * True while the instance is crowded with requests: deliveries then go out in small batches with a pause
+       * between them (about 100 a second), so they take little from the requests, and catch up at full speed after.
+       */
+      busy?: () => boolean;
     } = {},
   ) {
     super('webhook dispatch', opts.intervalMs ?? 1000, opts.log);
@@ -91,14 +106,17 @@ export class WebhookDispatcher extends Worker {
     let made = 0;
     // Until nothing is due: a delivery waiting behind an earlier one of its contract is due once that one is done.
     for (let round = 0; round < 1000; round++) {
-      const claimed = await claimDueDeliveries(this.ctx.db, this.ctx.clock.now(), batchSize, (this.opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) + LEASE_MARGIN_MS);
+      const busy = this.opts.busy?.() ?? false;
+      const claimed = await claimDueDeliveries(this.ctx.db, this.ctx.clock.now(), busy ? YIELDING_BATCH : batchSize, (this.opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) + LEASE_MARGIN_MS);
       if (claimed.length === 0) break;
       const outcomes = await this.sendAll(claimed);
       await recordAttempts(this.ctx.db, outcomes, DISABLE_AFTER_FAILING_MS);
       for (const o of outcomes) this.stats.outcomes[o.next === 'pending' ? 'retrying' : o.next]++;
       this.stats.attempts += outcomes.length;
       made += outcomes.length;
+      if (busy) await new Promise((r) => setTimeout(r, YIELDING_PAUSE_MS));
     }
+    if (made) this.lingerUntil = Date.now() + LINGER_MS;
     await this.purgeOldDeliveries();
     return made;
   }
@@ -128,6 +146,14 @@ export class WebhookDispatcher extends Worker {
     await purgeDeliveries(this.ctx.db, new Date(now - DELIVERY_RETENTION_MS));
   }
 
+  /**
+   * While deliveries flow, poll again shortly rather than at the interval: the outbox does not notify while a
+   * delivery is in flight (migration 0005), so a change committed just as a round ends is picked up here.
+   */
+  protected override nextDelayMs(): number {
+    return Date.now() < this.lingerUntil ? LINGER_POLL_MS : super.nextDelayMs();
+  }
+
   override start(): void {
     super.start();
     void this.listen();
@@ -136,7 +162,7 @@ export class WebhookDispatcher extends Worker {
   /** Wakes on every NOTIFY of the outbox; a lost connection is tried again on the next round's interval. */
   private async listen(): Promise<void> {
     try {
-      this.unlisten = await this.ctx.db.listen(DELIVERIES_CHANNEL, () => this.wake(), (err) => {
+      this.unlisten = await this.ctx.db.listen(DELIVERIES_CHANNEL, () => this.wakeSoon(), (err) => {
         this.log?.error({ err: { message: err.message } }, 'webhook wake-up channel lost; retrying');
         this.unlisten = null;
         setTimeout(() => void this.listen(), 5000).unref();
@@ -146,7 +172,22 @@ export class WebhookDispatcher extends Worker {
     }
   }
 
+  /**
+   * Every commit that writes deliveries notifies; under load that is thousands a second. Waking once per short window
+   * sends them in batches (one claim, one record per batch instead of per delivery) at the cost of a few
+   * milliseconds of latency.
+   */
+  private wakeSoon(): void {
+    if (this.wakePending) return;
+    this.wakePending = setTimeout(() => {
+      this.wakePending = null;
+      this.wake();
+    }, this.opts.coalesceMs ?? 10);
+  }
+
   override async stop(): Promise<void> {
+    if (this.wakePending) clearTimeout(this.wakePending);
+    this.wakePending = null;
     await this.unlisten?.();
     this.unlisten = null;
     await super.stop();

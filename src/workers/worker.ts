@@ -25,6 +25,11 @@ export abstract class Worker {
   /** One round of the work. */
   abstract tick(): Promise<unknown>;
 
+  /** How long after a round the next one runs: the interval, unless a worker knows better. */
+  protected nextDelayMs(): number {
+    return this.intervalMs;
+  }
+
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
@@ -38,7 +43,7 @@ export abstract class Worker {
       await this.running;
       this.running = null;
       if (this.stopped) return;
-      this.timer = setTimeout(loop, this.again ? 0 : this.intervalMs);
+      this.timer = setTimeout(loop, this.again ? 0 : this.nextDelayMs());
       this.timer.unref();
     };
     this.loop = loop;

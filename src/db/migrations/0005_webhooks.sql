@@ -58,9 +58,9 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status IN ('pending', 'delivering');
 -- Order per contract and endpoint: is an earlier one still unfinished?
 CREATE INDEX webhook_deliveries_order_idx ON webhook_deliveries (endpoint_id, contract_id, id) WHERE status IN ('pending', 'delivering');
--- The delivery log of an endpoint, newest first; and the 30-day cleanup.
+-- The delivery log of an endpoint, newest first. (The 30-day cleanup walks the primary key from the oldest: ids
+-- grow with created_at, so no index of its own is kept up on every write.)
 CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, id);
-CREATE INDEX webhook_deliveries_created_idx ON webhook_deliveries (created_at);
 
 -- Every attempt of a delivery, for the delivery log (kept 30 days with its delivery).
 CREATE TABLE webhook_attempts (
@@ -75,11 +75,17 @@ CREATE TABLE webhook_attempts (
 );
 CREATE INDEX webhook_attempts_delivery_idx ON webhook_attempts (delivery_id, id);
 
--- Wakes the dispatchers (LISTEN svc_webhook_deliveries) when deliveries are written: once per statement that wrote
--- any, delivered at commit, so a rolled-back change wakes nobody.
+-- Wakes the dispatchers (LISTEN svc_webhook_deliveries) when deliveries are written, delivered at commit, so a
+-- rolled-back change wakes nobody. Only when no earlier delivery is due or being sent: then a dispatcher is at work
+-- and its loop claims these too (it runs until nothing is due), and under load the listeners are not woken by every
+-- commit.
 CREATE FUNCTION svc_notify_webhook_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM inserted) THEN
+  IF EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (
+    SELECT 1 FROM webhook_deliveries d
+     WHERE d.status IN ('pending', 'delivering') AND d.next_attempt_at <= now()
+       AND d.id < (SELECT min(id) FROM inserted)
+  ) THEN
     PERFORM pg_notify('svc_webhook_deliveries', '');
   END IF;
   RETURN NULL;

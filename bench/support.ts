@@ -1,0 +1,113 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+
+/** What the benchmarks share: the database they run on, and svc started as `npm start` starts it. */
+
+export const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+/** A port nobody listens on now: the child is told to use it, then asked until it answers (at any LOG_LEVEL). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export async function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], readyPath = '/healthz'): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // Compiled JavaScript runs as `npm start` runs it; TypeScript (the baseline) through tsx.
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let exited: Error | null = null;
+  child.stderr!.on('data', (b) => process.stderr.write(b));
+  child.on('exit', (code) => (exited = new Error(`${script} exited with ${code}`)));
+  for (let i = 0; i < 300; i++) {
+    if (exited) throw exited;
+    const ok = await fetch(url + readyPath).then((r) => r.ok, () => false);
+    if (ok) return { child, url };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${script} did not answer on ${url}${readyPath} within 30 s`);
+}
+
+/** Compiles src/ as `npm start` does, and returns the node options it runs dist/main.js with (plus BENCH_NODE_ARGS). */
+export function buildServer(extra: string[] = []): string[] {
+  const built = spawnSync(process.execPath, ['scripts/build-server.mjs'], { cwd: root, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
+  const startArgs: string = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).config.node_args;
+  return [...startArgs.split(' '), ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...extra];
+}
+
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+/** CPU time (user + system, ms) used so far by one process, or by every process whose command starts with `name`. */
+export function cpuMs(which: { pid: number } | { name: string }): number {
+  const read = (pid: string) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      return 0;
+    }
+  };
+  if ('pid' in which) return read(String(which.pid));
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(which.name)) total += read(pid);
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}
+
+/**
+ * A fresh, migrated database for one benchmark run: a new schema on the PostgreSQL of DATABASE_URL (dropped at the
+ * end), else a new embedded database in a temporary folder. `env` points svc children at it.
+ */
+export async function benchDatabase(): Promise<{ db: Database; env: NodeJS.ProcessEnv; where: string; cleanup(): Promise<void> }> {
+  if (process.env.DATABASE_URL) {
+    const schema = `svc_bench_${randomBytes(4).toString('hex')}`;
+    const admin = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL });
+    await admin.withSession((q) => q(`CREATE SCHEMA ${schema}`));
+    const u = new URL(process.env.DATABASE_URL);
+    u.searchParams.set('options', `-c search_path=${schema}`);
+    const db = await openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL, searchPath: schema });
+    await migrate(db);
+    return {
+      db,
+      env: { DATABASE_URL: u.toString() },
+      where: 'PostgreSQL',
+      cleanup: async () => {
+        await admin.withSession((q) => q(`DROP SCHEMA ${schema} CASCADE`));
+        await admin.close();
+      },
+    };
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+  const db = await openDatabase({ kind: 'pglite', dataDir: dir });
+  await migrate(db);
+  return { db, env: { DATA_DIR: dir, DATABASE_URL: '' }, where: 'embedded PGlite', cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+}

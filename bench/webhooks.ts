@@ -1,0 +1,183 @@
+/**
+ * npm run bench:webhooks: outgoing webhooks on this machine, with a local receiver (in this process). svc runs as its
+ * own process, as `npm start` runs it, on PostgreSQL when DATABASE_URL is set (in a fresh schema), else on a fresh
+ * embedded database. Three figures:
+ * - deliveries per second: a backlog of BENCH_BACKLOG (default 5,000) events is written while no dispatcher runs,
+ *   then an instance with its dispatcher starts; from the first delivery received to the last;
+ * - commit to receipt: actions at a steady 200 per second for BENCH_SECONDS; each delivery's latency is its receipt
+ *   time minus its event's time (the change's moment, just before its commit), p50 and p99;
+ * - actions with one enabled endpoint against actions without, in the same run (pause/resume at 50 connections,
+ *   alternating, twice each), the dispatcher sending all along.
+ * The last line printed is one JSON object.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import autocannon from 'autocannon';
+import { createServiceContext, systemClock } from '../src/services/context.js';
+import { generateKey } from '../src/services/generateKey.js';
+import { seedContracts } from '../src/services/seedContracts.js';
+import { setShopPlan } from '../src/services/shops.js';
+import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
+import { systemResolve } from '../src/webhooks/addressGuard.js';
+import { benchDatabase, buildServer, cpuMs, startChild } from './support.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
+const CONTRACTS = 1000;
+const CONNECTIONS = 50;
+const RATE = 200;
+
+/** The receiver: answers 200 at once, and keeps each delivery's latency (receipt − event time) and when it came. */
+async function startReceiver() {
+  const latencies: number[] = [];
+  const times: number[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const now = Date.now();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { timestamp: string };
+      latencies.push(now - Date.parse(body.timestamp));
+      times.push(now);
+      res.writeHead(200).end('ok');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, latencies, times, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
+};
+
+/** Pause/resume of the shop's contracts: each connection owns a slice, so no two requests meet on one contract. */
+function actionRequests(ids: string[]) {
+  let slice = 0;
+  const per = Math.floor(ids.length / CONNECTIONS);
+  return {
+    method: 'POST' as const,
+    setupRequest: (r: any, c: any) => {
+      if (!c.mine) {
+        c.mine = ids.slice(slice * per, (slice + 1) * per);
+        c.paused = new Set<string>();
+        slice = (slice + 1) % CONNECTIONS;
+      }
+      c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
+      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: c.paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
+    },
+    onResponse: (status: number, _b: string, c: any) => {
+      if (status === 200) (c.paused.has(c.id) ? c.paused.delete(c.id) : c.paused.add(c.id));
+    },
+  };
+}
+
+async function main() {
+  const bench = await benchDatabase();
+  const receiver = await startReceiver();
+  const ctx = createServiceContext({ db: bench.db, clock: systemClock, freeUntil: null, webhookAddresses: { allowPrivate: true, resolve: systemResolve } });
+  const shop = async (domain: string, endpoint: boolean) => {
+    const s = await setShopPlan({ ctx, input: { domain, plan: 'enterprise' } });
+    const { secret } = await generateKey({ ctx, input: { shopId: s.id, name: 'bench' } });
+    if (endpoint) await createWebhookEndpoint({ ctx, input: { caller: { shopId: s.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: `${receiver.url}/hook` } } });
+    const ids = (await seedContracts({ ctx, input: { shopId: s.id, count: CONTRACTS } })).map((c) => c.id);
+    return { auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids };
+  };
+  const withHook = await shop('bench-hooks.myshopify.com', true);
+  const without = await shop('bench-plain.myshopify.com', false);
+  await bench.db.close();
+
+  const nodeArgs = buildServer();
+  const env = {
+    ...bench.env,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    WEBHOOKS_ALLOW_PRIVATE: 'true',
+  };
+  console.log(`svc on ${bench.where}; receiver ${receiver.url}; node ${process.version}`);
+
+  // 1. A backlog written with no dispatcher running, then sent by one instance.
+  let svc = await startChild('dist/main.js', { ...env, SCHEDULER_ENABLED: 'false' }, nodeArgs);
+  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [actionRequests(withHook.ids)] });
+  svc.child.kill('SIGTERM');
+  await new Promise((r) => svc.child.once('exit', r));
+  const backlogStart = receiver.times.length;
+  const pgBefore = cpuMs({ name: 'postgres' });
+  const meBefore = process.cpuUsage();
+  svc = await startChild('dist/main.js', env, nodeArgs);
+  const svcBefore = cpuMs({ pid: svc.child.pid! });
+  const deadline = Date.now() + 120_000;
+  while (receiver.times.length - backlogStart < BACKLOG && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  const sent = receiver.times.slice(backlogStart);
+  const seconds = (sent[sent.length - 1] - sent[0]) / 1000;
+  const deliveriesPerSec = Math.round(sent.length / seconds);
+  const me = process.cpuUsage(meBefore);
+  const perDelivery = (ms: number) => Math.round((ms * 1000) / sent.length);
+  const cpu = { svc: perDelivery(cpuMs({ pid: svc.child.pid! }) - svcBefore), postgres: perDelivery(cpuMs({ name: 'postgres' }) - pgBefore), receiver: perDelivery((me.user + me.system) / 1000) };
+  console.log(`backlog of ${BACKLOG}: ${sent.length} delivered in ${seconds.toFixed(2)} s → ${deliveriesPerSec} deliveries/s; cpu/delivery: svc ${cpu.svc} µs, postgres ${cpu.postgres} µs, receiver ${cpu.receiver} µs`);
+
+  // 2. Commit to receipt at a steady 200 changes per second.
+  const latencyStart = receiver.latencies.length;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });
+  const paused = new Set<string>();
+  const busy = new Set<string>();
+  const total = RATE * SECONDS;
+  await new Promise<void>((resolve) => {
+    let n = 0;
+    const started = Date.now();
+    const tickOnce = () => {
+      const due = Math.min(total, Math.floor(((Date.now() - started) * RATE) / 1000));
+      for (; n < due; n++) {
+        const id = withHook.ids.find((x) => !busy.has(x) && Math.random() < 0.01) ?? withHook.ids[n % withHook.ids.length];
+        busy.add(id);
+        const body = paused.has(id) ? '{"action":"resume"}' : '{"action":"pause"}';
+        const req = http.request(`${svc.url}/api/v1/subscription-contracts/${id}/actions`, { method: 'POST', agent, headers: withHook.auth }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            busy.delete(id);
+            if (res.statusCode === 200) (paused.has(id) ? paused.delete(id) : paused.add(id));
+          });
+        });
+        req.end(body);
+      }
+      if (n < total) setTimeout(tickOnce, 2);
+      else resolve();
+    };
+    tickOnce();
+  });
+  const latencyDeadline = Date.now() + 10_000;
+  while (receiver.latencies.length - latencyStart < total && Date.now() < latencyDeadline) await new Promise((r) => setTimeout(r, 50));
+  const latencies = receiver.latencies.slice(latencyStart);
+  const latency = { p50: percentile(latencies, 50), p99: percentile(latencies, 99), delivered: latencies.length, of: total };
+  console.log(`at ${RATE} changes/s for ${SECONDS} s: commit to receipt p50 ${latency.p50} ms, p99 ${latency.p99} ms (${latencies.length} of ${total} delivered)`);
+
+  // 3. Actions with and without an enabled endpoint, alternating.
+  const actions = async (s: typeof withHook) =>
+    (await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [actionRequests(s.ids)] })).requests.average;
+  const runs = { without: [] as number[], with: [] as number[] };
+  for (let i = 0; i < 2; i++) {
+    runs.without.push(await actions(without));
+    runs.with.push(await actions(withHook));
+    console.log(`actions/s without an endpoint ${Math.round(runs.without[i])}, with one ${Math.round(runs.with[i])}`);
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const summary = {
+    database: bench.where === 'PostgreSQL' ? 'postgres' : 'pglite',
+    deliveriesPerSec,
+    cpuPerDeliveryUs: cpu,
+    commitToReceiptMs: { rate: RATE, p50: latency.p50, p99: latency.p99, delivered: latency.delivered, of: latency.of },
+    actions: { without: Math.round(mean(runs.without)), withEndpoint: Math.round(mean(runs.with)), ratio: Math.round((mean(runs.with) / mean(runs.without)) * 1000) / 1000 },
+  };
+  svc.child.kill('SIGTERM');
+  await receiver.close();
+  agent.destroy();
+  await bench.cleanup();
+  console.log(JSON.stringify(summary));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
