@@ -37,7 +37,7 @@ export type AppDeps = {
   trustProxy?: boolean | number | string[];
   /** Routes a test adds before the app is sealed (e.g. one that throws, to see the 500 envelope). */
   extraRoutes?: (app: FastifyInstance) => void;
-  /** Counts the requests in flight, for background work that gives way to them (workers/webhookDispatcher.ts). */
+  /** Counts the requests, for background work that gives way to them (workers/webhookDispatcher.ts). */
   load?: RequestLoad;
 };
 
@@ -77,7 +77,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const load = deps.load;
   app.addHook('onRequest', (req, reply, done) => {
-    if (load) load.inFlight++;
+    if (load) load.started++;
     reply.header('x-request-id', req.id);
     if (closing) {
       // Shutting down (SIGTERM): requests in flight finish, new ones on an open connection are turned away with
@@ -99,12 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
   const accessLog = accessLogWriter(deps.logger);
-  if (load) app.addHook('onRequestAbort', (_req, done) => {
-    load.inFlight--;
-    done();
-  });
   app.addHook('onResponse', (req, reply, done) => {
-    if (load) load.inFlight--;
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     const ms = reply.elapsedTime;
     accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });

@@ -195,6 +195,18 @@ describe('deliveries', () => {
   });
 });
 
+describe('giving way to requests', () => {
+  it('while the instance is crowded, deliveries go out 10 at a time with a pause between, and all of them arrive', async () => {
+    const s = await shopWithEndpoint();
+    const contracts = await t.seed(s.shopId, 25);
+    for (const c of contracts) await act(s.key, c.id, { action: 'skip' });
+    const started = Date.now();
+    await new WebhookDispatcher(t.ctx, { busy: () => true }).tick();
+    expect(s.got()).toHaveLength(25);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250); // three batches, each followed by a 100 ms pause
+  });
+});
+
 describe('the delivery log', () => {
   it('is kept 30 days: finished deliveries older than that go, with their attempts; newer ones and unfinished ones stay', async () => {
     const s = await shopWithEndpoint();

@@ -5,7 +5,7 @@ import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
 
-const BUSY_REQUESTS = 8;
+const BUSY_REQUESTS_PER_SECOND = 1000;
 
 /**
  * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (platform
@@ -15,8 +15,8 @@ export function createWorkers(
   ctx: ServiceContext,
   opts: { resumeIntervalMs: number; webhookIntervalMs?: number; webhookTimeoutMs?: number; load?: RequestLoad; log?: WorkerLog },
 ) {
-  // Requests come first: with this many in flight, the dispatcher gives way (webhookDispatcher.ts).
-  const busy = opts.load ? () => opts.load!.inFlight >= BUSY_REQUESTS : undefined;
+  // Requests come first: while they arrive this fast, the dispatcher gives way (webhookDispatcher.ts).
+  const busy = opts.load ? () => opts.load!.busy(BUSY_REQUESTS_PER_SECOND) : undefined;
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });

@@ -52,3 +52,16 @@ describe('addresses webhooks may reach', () => {
     expect(forbiddenRange(ip)).toBe(range);
   });
 });
+
+describe('the request load background work gives way to', () => {
+  it('is busy while requests arrive at the given rate or more, looked at every 100 ms', async () => {
+    const { RequestLoad } = await import('../../src/http/load.js');
+    const load = new RequestLoad();
+    expect(load.busy(1000, 1_000)).toBe(false);
+    load.started += 150; // 150 requests in 100 ms: 1,500 a second
+    expect(load.busy(1000, 1_100)).toBe(true);
+    load.started += 5;
+    expect(load.busy(1000, 1_150)).toBe(true); // within 100 ms of the last look: the same answer
+    expect(load.busy(1000, 1_300)).toBe(false); // 5 in 200 ms
+  });
+});
