@@ -13,7 +13,7 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { benchDatabase, buildServer, cpuMs, peakRssMb, startChild } from './support.js';
+import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, peakRssMb, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
@@ -163,28 +163,7 @@ async function main() {
   const randomId = () => ids[Math.floor(Math.random() * ids.length)];
   const getReq = { method: 'GET' as const, setupRequest: (r: any) => ({ ...r, path: `/api/v1/subscription-contracts/${randomId()}` }) };
 
-  // Each connection owns a slice of contracts and toggles pause/resume on them, so no two requests collide.
-  let slice = 0;
-  const per = Math.floor(CONTRACTS / CONNECTIONS);
-  const actionReq = {
-    method: 'POST' as const,
-    setupRequest: (r: any, c: any) => {
-      if (!c.mine) {
-        c.mine = ids.slice(slice * per, (slice + 1) * per);
-        c.paused = new Set<string>();
-        slice = (slice + 1) % CONNECTIONS;
-      }
-      const id = c.mine[Math.floor(Math.random() * c.mine.length)];
-      c.id = id;
-      const body = c.paused.has(id) ? '{"action":"resume"}' : '{"action":"pause"}';
-      return { ...r, path: `/api/v1/subscription-contracts/${id}/actions`, body };
-    },
-    onResponse: (status: number, _body: string, c: any) => {
-      if (status !== 200) return;
-      if (c.paused.has(c.id)) c.paused.delete(c.id);
-      else c.paused.add(c.id);
-    },
-  };
+  const actionReq = pauseResumeRequests(ids, CONNECTIONS);
   const forged = 'svc_live_' + 'A'.repeat(49);
   const unknown = newRawKey();
 

@@ -111,3 +111,27 @@ export async function benchDatabase(): Promise<{ db: Database; env: NodeJS.Proce
   await migrate(db);
   return { db, env: { DATA_DIR: dir, DATABASE_URL: '' }, where: 'embedded PGlite', cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * autocannon requests that pause and resume contracts: each connection owns a slice of `ids` and toggles pause/resume
+ * on its own contracts, so no two requests meet on one contract and every action is allowed.
+ */
+export function pauseResumeRequests(ids: string[], connections: number) {
+  let slice = 0;
+  const per = Math.floor(ids.length / connections);
+  return {
+    method: 'POST' as const,
+    setupRequest: (r: any, c: any) => {
+      if (!c.mine) {
+        c.mine = ids.slice(slice * per, (slice + 1) * per);
+        c.paused = new Set<string>();
+        slice = (slice + 1) % connections;
+      }
+      c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
+      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: c.paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
+    },
+    onResponse: (status: number, _body: string, c: any) => {
+      if (status === 200) (c.paused.has(c.id) ? c.paused.delete(c.id) : c.paused.add(c.id));
+    },
+  };
+}

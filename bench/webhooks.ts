@@ -19,7 +19,7 @@ import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
 import { systemResolve } from '../src/webhooks/addressGuard.js';
-import { benchDatabase, buildServer, cpuMs, startChild } from './support.js';
+import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
@@ -52,27 +52,6 @@ const percentile = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
 
-/** Pause/resume of the shop's contracts: each connection owns a slice, so no two requests meet on one contract. */
-function actionRequests(ids: string[]) {
-  let slice = 0;
-  const per = Math.floor(ids.length / CONNECTIONS);
-  return {
-    method: 'POST' as const,
-    setupRequest: (r: any, c: any) => {
-      if (!c.mine) {
-        c.mine = ids.slice(slice * per, (slice + 1) * per);
-        c.paused = new Set<string>();
-        slice = (slice + 1) % CONNECTIONS;
-      }
-      c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
-      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: c.paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
-    },
-    onResponse: (status: number, _b: string, c: any) => {
-      if (status === 200) (c.paused.has(c.id) ? c.paused.delete(c.id) : c.paused.add(c.id));
-    },
-  };
-}
-
 async function main() {
   const bench = await benchDatabase();
   const receiver = await startReceiver();
@@ -100,7 +79,7 @@ async function main() {
 
   // 1. A backlog written with no dispatcher running, then sent by one instance.
   let svc = await startChild('dist/main.js', { ...env, SCHEDULER_ENABLED: 'false' }, nodeArgs);
-  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [actionRequests(withHook.ids)] });
+  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, CONNECTIONS)] });
   svc.child.kill('SIGTERM');
   await new Promise((r) => svc.child.once('exit', r));
   const backlogStart = receiver.times.length;
@@ -155,7 +134,7 @@ async function main() {
 
   // 3. Actions with and without an enabled endpoint, alternating.
   const actions = async (s: typeof withHook) =>
-    (await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [actionRequests(s.ids)] })).requests.average;
+    (await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, CONNECTIONS)] })).requests.average;
   const runs = { without: [] as number[], with: [] as number[] };
   for (let i = 0; i < 2; i++) {
     runs.without.push(await actions(without));
