@@ -57,7 +57,9 @@ describe('in one process', () => {
     }
     expect(s.got()).toHaveLength(0);
     receiver.down = false;
-    t.clock.advance(2 * 3_600_000); // the next retry of each (30 min, then 2 h) has come
+    // Each contract's first delivery made its fourth attempt at minute 40, 45 or 50 (the 5 s, 5 min and 30 min
+    // delays, each ±10 %, met 5-minute ticks); its fifth is 2 h ±10 % after that, so by 3 h 15 min it has come.
+    t.clock.advance(2.25 * 3_600_000);
     await dispatcher.tick();
     const payloads = payloadsOf(s.secret, s.got());
     expect(payloads).toHaveLength(12);
