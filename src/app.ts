@@ -20,6 +20,8 @@ import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
+import type { Shopify } from './platform/shopify/index.js';
+import { shopifyWebhookRoutes } from './http/shopifyWebhooks.js';
 import type { AppCredentials } from './services/sessionTokens.js';
 
 export type AppDeps = {
@@ -39,6 +41,8 @@ export type AppDeps = {
   extraRoutes?: (app: FastifyInstance) => void;
   /** Counts the requests, for background work that gives way to them (workers/webhookDispatcher.ts). */
   load?: RequestLoad;
+  /** Platform mode (PRODUCT §9): the platform's webhooks in, install on the admin's session token, the upgrade. */
+  shopify?: { services: Shopify; onWebhook?: () => void };
 };
 
 export const BODY_LIMIT = 16 * 1024;
@@ -139,12 +143,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       admin.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, hide: true };
       });
-      await admin.register(adminApiRoutes, { ctx: deps.ctx, credentials: deps.credentials });
+      await admin.register(adminApiRoutes, { ctx: deps.ctx, credentials: deps.credentials, shopify: deps.shopify?.services });
     },
     { prefix: '/admin/api' },
   );
   await app.register(adminUiRoutes, { prefix: '/admin', notFound, ...deps.adminUi });
   await app.register(mcpRoutes, { ctx: deps.ctx });
+  if (deps.shopify) await app.register(shopifyWebhookRoutes, { ctx: deps.ctx, shopify: deps.shopify.services, onReceived: deps.shopify.onWebhook });
   deps.extraRoutes?.(app);
   await app.ready();
   return app;

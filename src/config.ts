@@ -42,6 +42,23 @@ const ConfigSchema = z.object({
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   // How long a receiver has to answer one delivery (PRODUCT §10: 15 s).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(15_000),
+  // Where the contracts live (PRODUCT §9): svc's own table, or the platform's (Shopify).
+  PLATFORM: z.enum(['standalone', 'shopify']).default('standalone'),
+  // 32 bytes, base64 or hex: the key the platform's access tokens are stored under (AES-256-GCM). Platform mode only.
+  TOKEN_ENCRYPTION_KEY: optionalString.refine((v) => v === undefined || decodeKey(v) !== null, {
+    message: 'must be 32 bytes, as 64 hex digits or base64 (openssl rand -base64 32)',
+  }),
+  SHOPIFY_API_VERSION: z.string().regex(/^\d{4}-(01|04|07|10)$/, 'must be a version like 2026-10').default('2026-10'),
+  // Where a shop's Admin API and token endpoint are reached; {shop} is replaced by the shop's domain.
+  SHOPIFY_SHOP_URL: z
+    .string()
+    .refine((v) => /^https?:\/\/[^\s]+$/.test(v) && v.includes('{shop}'), { message: 'must be an http(s) URL containing {shop}' })
+    .default('https://{shop}'),
+  // The Enterprise app subscription's price: an amount and a currency, e.g. "299.00 USD".
+  ENTERPRISE_PLAN_PRICE: z.string().regex(/^\d+(\.\d{1,2})? [A-Z]{3}$/, 'must be an amount and a currency, e.g. 299.00 USD').default('299.00 USD'),
+  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
+  // How often reconciliation re-reads the contracts updated since its last sweep (PRODUCT §9: 15 minutes).
+  PLATFORM_SYNC_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
@@ -71,12 +88,27 @@ export type Config = {
   webhooksAllowPrivate: boolean;
   webhookDispatchIntervalMs: number;
   webhookTimeoutMs: number;
+  platform: PlatformConfig;
+};
+
+/** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
+export type PlatformConfig = { kind: 'standalone' } | ShopifyConfig;
+export type ShopifyConfig = {
+  kind: 'shopify';
+  apiKey: string;
+  apiSecret: string;
+  apiVersion: string;
+  shopUrlTemplate: string;
+  tokenKey: Buffer;
+  enterprisePrice: { amount: string; currencyCode: string };
+  billingTest: boolean;
+  syncIntervalMs: number;
 };
 
 export class ConfigError extends Error {}
 
 /** Variables whose value is a secret: a refusal names them but never prints them. */
-const SECRET_VARIABLES = new Set(['SHOPIFY_API_SECRET', 'METRICS_TOKEN', 'SVC_API_KEY']);
+const SECRET_VARIABLES = new Set(['SHOPIFY_API_SECRET', 'METRICS_TOKEN', 'SVC_API_KEY', 'TOKEN_ENCRYPTION_KEY']);
 
 /**
  * A refused value as the error message shows it: secrets not at all, connection URLs without their password, anything
@@ -103,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${lines.join('; ')}`);
   }
   const e = parsed.data;
+  const platform = platformConfig(e);
   const displayHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
   return {
     port: e.PORT,
@@ -125,6 +158,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true',
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    platform,
+  };
+}
+
+/** 32 bytes from 64 hex digits or base64 (either alphabet), or null. */
+export function decodeKey(v: string): Buffer | null {
+  const b = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(v) ? Buffer.from(v, 'base64') : null;
+  return b && b.length === 32 ? b : null;
+}
+
+function platformConfig(e: z.infer<typeof ConfigSchema>): PlatformConfig {
+  if (e.PLATFORM === 'standalone') return { kind: 'standalone' };
+  const missing = (['SHOPIFY_API_KEY', 'SHOPIFY_API_SECRET', 'TOKEN_ENCRYPTION_KEY', 'PUBLIC_URL'] as const).filter((n) => !e[n]);
+  if (missing.length) throw new ConfigError(`Invalid configuration: PLATFORM=shopify needs ${missing.join(', ')}`);
+  // The platform sends webhooks and merchants to PUBLIC_URL: https, except on a loopback address (development, tests).
+  const u = new URL(e.PUBLIC_URL!);
+  const loopback = u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\./.test(u.hostname);
+  if (u.protocol !== 'https:' && !loopback) {
+    throw new ConfigError(`Invalid configuration: PUBLIC_URL=${JSON.stringify(e.PUBLIC_URL)} must be https in platform mode (http only on a loopback address)`);
+  }
+  const [amount, currencyCode] = e.ENTERPRISE_PLAN_PRICE.split(' ');
+  return {
+    kind: 'shopify',
+    apiKey: e.SHOPIFY_API_KEY!,
+    apiSecret: e.SHOPIFY_API_SECRET!,
+    apiVersion: e.SHOPIFY_API_VERSION,
+    shopUrlTemplate: e.SHOPIFY_SHOP_URL.replace(/\/+$/, ''),
+    tokenKey: decodeKey(e.TOKEN_ENCRYPTION_KEY!)!,
+    enterprisePrice: { amount, currencyCode },
+    billingTest: e.SHOPIFY_BILLING_TEST === 'true',
+    syncIntervalMs: e.PLATFORM_SYNC_INTERVAL_MS,
   };
 }
 

@@ -9,6 +9,7 @@ import { loadAppCredentials } from './services/sessionTokens.js';
 import { createWorkers } from './workers/index.js';
 import { RequestLoad } from './http/load.js';
 import { systemResolve } from './webhooks/addressGuard.js';
+import { shopifyPlatform } from './platform/shopify/index.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -34,16 +35,27 @@ async function main(): Promise<void> {
     process.stderr.write(`svc: could not open the database: ${scrubSecrets((err as Error).message)}\n`);
     process.exit(1);
   }
+  // Platform mode: the port calls the platform first; the rest (install, webhooks in, reconciliation) follows.
+  const platform = config.platform.kind === 'shopify' ? shopifyPlatform({ db: database.db, clock: systemClock }, config.platform) : null;
   const ctx: ServiceContext = createServiceContext({
     db: database.db,
     clock: systemClock,
     freeUntil: config.freeUntil,
     warn: (obj, msg) => log.warn(obj, msg),
     webhookAddresses: { allowPrivate: config.webhooksAllowPrivate, resolve: systemResolve },
+    platform: platform?.port,
   });
+  const shopify = platform?.attach(ctx, { publicUrl: config.publicUrl, log });
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
   const load = new RequestLoad();
-  const workers = createWorkers(ctx, { resumeIntervalMs: config.schedulerIntervalMs, webhookIntervalMs: config.webhookDispatchIntervalMs, webhookTimeoutMs: config.webhookTimeoutMs, load, log });
+  const workers = createWorkers(ctx, {
+    resumeIntervalMs: config.schedulerIntervalMs,
+    webhookIntervalMs: config.webhookDispatchIntervalMs,
+    webhookTimeoutMs: config.webhookTimeoutMs,
+    load,
+    log,
+    shopify: shopify && config.platform.kind === 'shopify' ? { services: shopify, syncIntervalMs: config.platform.syncIntervalMs } : undefined,
+  });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
     ctx,
@@ -55,6 +67,7 @@ async function main(): Promise<void> {
     metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
     trustProxy: config.trustProxy,
     load,
+    shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wake() } : undefined,
   });
 
   let address: string;

@@ -27,6 +27,7 @@ describe('admin API: shop and keys', () => {
     expect(res.json()).toEqual({
       shop: { domain, plan: 'basic', apiAccess: { allowed: false, reason: 'plan_required', freePeriodEndsAt: null } },
       limits: { maxActiveKeys: 5 },
+      platform: { mode: 'standalone', import: null, canUpgrade: false },
     });
     expect(await sql(t, 'SELECT plan FROM shops WHERE domain = $1', [domain])).toEqual([{ plan: 'basic' }]);
     // A second request finds the same shop, it does not create another.
@@ -40,6 +41,7 @@ describe('admin API: shop and keys', () => {
     expect(res.json()).toEqual({
       shop: { domain, plan: 'enterprise', apiAccess: { allowed: true, reason: 'enterprise', freePeriodEndsAt: null } },
       limits: { maxActiveKeys: 5 },
+      platform: { mode: 'standalone', import: null, canUpgrade: false },
     });
   });
 

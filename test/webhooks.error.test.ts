@@ -42,6 +42,22 @@ const skip = (key: string, id: string) => t.inject({ method: 'POST', url: `${API
 const endpointOf = async (key: string, id: string) => (await t.inject({ url: `${WEBHOOKS}/${id}`, headers: bearer(key) })).json().endpoint;
 const deliveriesOf = async (key: string, id: string) => (await t.inject({ url: `${WEBHOOKS}/${id}/deliveries`, headers: bearer(key) })).json().deliveries;
 
+describe('resending', () => {
+  it('a delivery being sent now keeps its lease: resending it changes nothing, so no second instance sends it twice', async () => {
+    const s = await shopWithEndpoint();
+    await skip(s.key, s.contractId);
+    const [d] = await deliveriesOf(s.key, s.endpoint.id);
+    const lease = new Date(t.clock.now().getTime() + 20_000);
+    await sql(t, `UPDATE webhook_deliveries SET status = 'delivering', lease_until = $2 WHERE id = $1`, [d.id, lease]);
+    const res = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${s.endpoint.id}/deliveries/${d.id}/resend`, headers: bearer(s.key) });
+    expect(res.statusCode).toBe(202);
+    expect(res.json().delivery.status).toBe('delivering');
+    const [row] = await sql<{ status: string; lease_until: Date }>(t, `SELECT status, lease_until FROM webhook_deliveries WHERE id = $1`, [d.id]);
+    expect(row.status).toBe('delivering');
+    expect(new Date(row.lease_until).getTime()).toBe(lease.getTime());
+  });
+});
+
 describe('refused input', () => {
   it.each([
     [{ url: 'http://example.com/hook' }, 'url', /https/],

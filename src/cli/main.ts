@@ -2,10 +2,14 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { eq } from 'drizzle-orm';
 import { openConfiguredDatabase } from '../boot.js';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { ConfigError, loadConfig, type Config, type ShopifyConfig } from '../config.js';
+import { shops as shopsTable } from '../db/schema.js';
 import { EmbeddedDatabaseInUse } from '../db/embeddedLock.js';
 import { ServiceError } from '../domain/errors.js';
+import { shopifyPlatform, type Shopify } from '../platform/shopify/index.js';
+import { exportCustomer } from '../platform/shopify/privacy.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../services/context.js';
 import { seedContracts } from '../services/seedContracts.js';
 import { loadAppCredentials, signSessionToken } from '../services/sessionTokens.js';
@@ -22,6 +26,11 @@ Commands:
   migrate                                 Apply pending database migrations
   mcp-stdio                               MCP server over stdio for IDEs (reads SVC_API_KEY and SVC_BASE_URL)
 
+Platform mode (PLATFORM=shopify, with the server's SHOPIFY_API_KEY, SHOPIFY_API_SECRET, TOKEN_ENCRYPTION_KEY, PUBLIC_URL):
+  platform status <shop> [--json]         Installed or not, plan, token expiry, webhooks, import progress, last reconciliation
+  platform sync <shop> [--json]           Reconcile the shop now: re-read the contracts the platform changed since the last sweep
+  compliance export <shop> <customer-id>  Print (JSON) everything svc holds about one customer of the shop (both modes)
+
 Configuration comes from the environment (see README): DATABASE_URL selects PostgreSQL, else ./.data (embedded).`;
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
@@ -36,6 +45,32 @@ async function withContext<T>(config: Config, fn: (ctx: ServiceContext) => Promi
 }
 
 /**
+ * Like withContext, in platform mode: the context's platform is the shop's (the server's wiring, src/main.ts), and the
+ * platform's services are built on it. Nothing runs in the background: the command does its one thing and closes.
+ */
+async function withPlatform<T>(config: Config, platform: ShopifyConfig, io: Out, fn: (ctx: ServiceContext, shopify: Shopify) => Promise<T>): Promise<T> {
+  const database = await openConfiguredDatabase(config, 'svc CLI');
+  try {
+    const built = shopifyPlatform({ db: database.db, clock: systemClock }, platform);
+    const ctx = createServiceContext({ db: database.db, clock: systemClock, freeUntil: config.freeUntil, platform: built.port });
+    const shopify = built.attach(ctx, { publicUrl: config.publicUrl, log: { info: () => undefined, warn: (_obj, msg) => io.err(`svc: ${msg}`) } });
+    return await fn(ctx, shopify);
+  } finally {
+    await database.close();
+  }
+}
+
+/** A shop as the platform commands need it, or a refusal naming the domain. */
+async function knownShop(ctx: ServiceContext, domain: string) {
+  const [shop] = await ctx.db.orm.select().from(shopsTable).where(eq(shopsTable.domain, domain));
+  if (!shop) throw new CliRefusal(`unknown shop "${domain}": this database has no such shop (see: shops list)`);
+  return shop;
+}
+
+/** A refusal found while running a command: exit 1 with its message. */
+class CliRefusal extends Error {}
+
+/**
  * Runs one CLI command; returns the exit code: 0 done, 1 failed (a plain message on stderr: bad configuration, the
  * embedded database held by another process, a refused input), 2 bad usage. Exported for tests.
  */
@@ -44,7 +79,7 @@ export async function runCli(argv: string[], io: Out, env: NodeJS.ProcessEnv = p
     return await runCommand(argv, io, env);
   } catch (err) {
     if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) return usageError(io, (err as Error).message);
-    if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUse || err instanceof ServiceError) {
+    if (err instanceof ConfigError || err instanceof EmbeddedDatabaseInUse || err instanceof ServiceError || err instanceof CliRefusal) {
       io.err(`svc: ${err.message}`);
       return 1;
     }
@@ -117,7 +152,131 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
     io.err(`Valid for ${Math.round(ttl / 60)} minutes. Anyone with this link can manage ${shop}'s API keys: do not share it.`);
     return 0;
   }
+  if (cmd === 'platform' && (sub === 'status' || sub === 'sync')) {
+    const [shop, extra] = rest;
+    if (!shop || extra !== undefined) return usageError(io, `platform ${sub} <shop>`);
+    if (config.platform.kind !== 'shopify') {
+      io.err(
+        `svc: platform ${sub} works in platform mode only: set PLATFORM=shopify with the server's SHOPIFY_API_KEY, SHOPIFY_API_SECRET, ` +
+          `TOKEN_ENCRYPTION_KEY and PUBLIC_URL (this environment is standalone: the contracts are svc's own).`,
+      );
+      return 1;
+    }
+    if (sub === 'status') {
+      const status = await withPlatform(config, config.platform, io, (ctx, shopify) => platformStatus(ctx, shopify, shop));
+      if (values.json) io.out(JSON.stringify(status, null, 2));
+      else for (const line of describeStatus(status, systemClock.now())) io.out(line);
+      return 0;
+    }
+    const report = await withPlatform(config, config.platform, io, async (ctx, shopify) => {
+      const s = await knownShop(ctx, shop);
+      return shopify.reconciler.syncShop({ id: s.id, domain: s.domain });
+    });
+    if (values.json) io.out(JSON.stringify(report, null, 2));
+    else io.out(`Reconciled ${report.shop}: checked ${report.checked} contracts updated on the platform since the last sweep; created: ${report.created}, changed: ${report.changed}.`);
+    return 0;
+  }
+  if (cmd === 'compliance' && sub === 'export') {
+    const [shop, customer, extra] = rest;
+    if (!shop || !customer || extra !== undefined) return usageError(io, 'compliance export <shop> <customer-id>');
+    // The platform's customer gid and its numeric id name the same customer; the mirror keeps the number.
+    const customerId = /^gid:\/\/shopify\/Customer\/(\d+)$/.exec(customer)?.[1] ?? customer;
+    const exported = await withContext(config, async (ctx) => {
+      await knownShop(ctx, shop);
+      return exportCustomer(ctx, shop, customerId);
+    });
+    io.out(JSON.stringify(exported, null, 2));
+    return 0;
+  }
   return usageError(io, `unknown command "${positionals.join(' ')}"`);
+}
+
+export type PlatformStatus = {
+  shop: string;
+  installed: boolean;
+  installedAt: string | null;
+  uninstalledAt: string | null;
+  plan: string;
+  accessToken: { stored: boolean; expiresAt: string | null; decrypts: boolean | null };
+  refreshToken: { stored: boolean; expiresAt: string | null };
+  scopes: string | null;
+  webhooksRegisteredAt: string | null;
+  import: { status: string; mode: string | null; imported: number; total: number | null; startedAt: string | null; finishedAt: string | null; error: string | null } | null;
+  lastSyncAt: string | null;
+};
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/** The shop's platform state as the database holds it; the tokens themselves are never read out, only whether they open. */
+async function platformStatus(ctx: ServiceContext, shopify: Shopify, domain: string): Promise<PlatformStatus> {
+  const shop = await knownShop(ctx, domain);
+  const row = await shopify.installer.installation(shop.id);
+  const progress = await shopify.installer.importProgress(shop.id);
+  return {
+    shop: shop.domain,
+    installed: !!row?.accessToken && !shop.uninstalledAt,
+    installedAt: iso(row?.installedAt),
+    uninstalledAt: iso(shop.uninstalledAt),
+    plan: shop.plan,
+    accessToken: {
+      stored: !!row?.accessToken,
+      expiresAt: iso(row?.accessTokenExpiresAt),
+      decrypts: row?.accessToken ? shopify.admin.cipher.open(row.accessToken, shop.id) !== null : null,
+    },
+    refreshToken: { stored: !!row?.refreshToken, expiresAt: iso(row?.refreshTokenExpiresAt) },
+    scopes: row?.scopes ?? null,
+    webhooksRegisteredAt: iso(row?.webhooksRegisteredAt),
+    import: progress,
+    lastSyncAt: iso(row?.lastSyncAt),
+  };
+}
+
+/** "in 59 min" / "3 h ago": how far a moment is from now, roughly. */
+function relative(at: string, now: Date): string {
+  const ms = new Date(at).getTime() - now.getTime();
+  const abs = Math.abs(ms);
+  const span =
+    abs < 90_000 ? `${Math.round(abs / 1000)} s` : abs < 90 * 60_000 ? `${Math.round(abs / 60_000)} min` : abs < 36 * 3_600_000 ? `${Math.round(abs / 3_600_000)} h` : `${Math.round(abs / 86_400_000)} days`;
+  return ms >= 0 ? `in ${span}` : `${span} ago`;
+}
+
+function describeStatus(s: PlatformStatus, now: Date): string[] {
+  const when = (at: string | null) => (at ? `${at} (${relative(at, now)})` : '');
+  const state = s.uninstalledAt
+    ? `uninstalled ${when(s.uninstalledAt)}: keys answer 403 app_not_installed until the shop opens the app again`
+    : s.installed
+      ? `installed ${when(s.installedAt)}`
+      : s.installedAt
+        ? 'not installed: svc holds no access token (the shop opens the app to install it again)'
+        : 'not installed: the shop has not opened the app since platform mode was turned on';
+  const token = !s.accessToken.stored
+    ? 'none'
+    : `${s.accessToken.expiresAt ? `expires ${when(s.accessToken.expiresAt)}` : 'does not expire'}; ` +
+      (s.accessToken.decrypts ? 'opens with this TOKEN_ENCRYPTION_KEY' : 'does NOT open with this TOKEN_ENCRYPTION_KEY (is it the server’s?)');
+  const imp = s.import;
+  const importLine = !imp
+    ? 'not started'
+    : [
+        `${imp.status}${imp.mode ? ` (${imp.mode})` : ''}, ${imp.imported}${imp.total !== null ? `/${imp.total}` : ''} contracts`,
+        imp.startedAt ? `started ${imp.startedAt}` : null,
+        imp.finishedAt ? `finished ${imp.finishedAt}` : null,
+        imp.error ? `error: ${imp.error}` : null,
+      ]
+        .filter(Boolean)
+        .join(', ');
+  const rows: [string, string][] = [
+    ['Shop', s.shop],
+    ['State', state],
+    ['Plan', `${s.plan}${s.plan === 'enterprise' ? ' (API access)' : ''}`],
+    ['Access token', token],
+    ['Refresh token', !s.refreshToken.stored ? 'none' : s.refreshToken.expiresAt ? `expires ${when(s.refreshToken.expiresAt)}` : 'does not expire'],
+    ['Scopes', s.scopes ?? ''],
+    ['Webhooks', s.webhooksRegisteredAt ? `registered ${when(s.webhooksRegisteredAt)}` : 'not registered'],
+    ['Import', importLine],
+    ['Last reconciliation', s.lastSyncAt ? when(s.lastSyncAt) : 'never'],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length)) + 1;
+  return rows.map(([k, v]) => `${`${k}:`.padEnd(width + 1)}${v}`);
 }
 
 function usageError(io: Out, msg: string): number {

@@ -1,4 +1,4 @@
-import type { ContractPlan } from '../domain/changes.js';
+import type { ContractPlan, MirrorUpdate } from '../domain/changes.js';
 import type { ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { toContract } from '../domain/resources.js';
@@ -161,9 +161,31 @@ function withState(row: ContractRow, s: ContractState): ContractRow {
   };
 }
 
-/** The contract row as the statement leaves it (the version moves by one per event). */
+/** The contract row as the statement leaves it (the version moves by one per event), with the plan's mirror. */
 function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow {
-  return { ...withState(row, plan.state), updatedAt: now, version: row.version + plan.events.length };
+  const after = { ...withState({ ...row, ...plan.mirror }, plan.state), version: row.version + plan.events.length };
+  if (plan.events.length) after.updatedAt = now;
+  return after;
+}
+
+// The mirror's own columns (platform mode): what the platform's answer sets besides the state.
+const MIRROR_COLUMNS: Record<keyof MirrorUpdate, string> = {
+  platformRevision: 'platform_revision',
+  platformUpdatedAt: 'platform_updated_at',
+  lines: 'lines',
+  billingInterval: 'billing_interval',
+  billingIntervalCount: 'billing_interval_count',
+  customerId: 'customer_id',
+  customerEmail: 'customer_email',
+};
+
+/** Writes a plan's mirror columns, in the change's own transaction. */
+async function writeMirror(run: RunSql, contractId: string, mirror: MirrorUpdate | undefined): Promise<void> {
+  const entries = Object.entries(mirror ?? {}).filter(([, v]) => v !== undefined) as [keyof MirrorUpdate, unknown][];
+  if (!entries.length) return;
+  const sets = entries.map(([k], i) => `${MIRROR_COLUMNS[k]} = $${i + 2}${k === 'lines' ? '::jsonb' : ''}`);
+  const values = entries.map(([k, v]) => (k === 'lines' ? JSON.stringify(v) : v));
+  await run(`UPDATE subscription_contracts SET ${sets.join(', ')} WHERE id = $1`, [contractId, ...values]);
 }
 
 const writtenOrds = (rows: { ord: number }[], n: number) => {
@@ -192,8 +214,10 @@ async function commitLocked(db: Database, change: ContractChange): Promise<Commi
     const plan = await change.plan(row);
     if (!plan) return { row, changed: false };
     const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
-    await run(COMMIT, parameters([write]));
-    return { row: write.after, changed: true };
+    // The mirror first: the events' consumers (the webhook outbox) read the contract as it is after the change.
+    await writeMirror(run, row.id, plan.mirror);
+    if (plan.events.length) await run(COMMIT, parameters([write]));
+    return { row: write.after, changed: plan.events.length > 0 };
   });
 }
 
@@ -207,6 +231,8 @@ export async function commitContractChange(db: Database, change: ContractChange)
   if (read && change.optimistic !== false) {
     const plan = await change.plan(read);
     if (!plan) return { row: read, changed: false };
+    // The optimistic statement writes state and events only: a plan with a mirror takes the lock.
+    if (plan.mirror) return commitLocked(db, change);
     const write: Write = { after: rowAfter(read, plan, change.now), fromVersion: read.version, plan, now: change.now, record: change.record };
     if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
   }

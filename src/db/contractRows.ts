@@ -13,10 +13,11 @@ export const CONTRACT_COLUMNS = `
   c.customer_email AS "customerEmail", c.billing_interval AS "billingInterval",
   c.billing_interval_count AS "billingIntervalCount", c.next_billing_date AS "nextBillingDate", c.lines,
   c.paused_at AS "pausedAt", c.resume_at AS "resumeAt", c.cancelled_at AS "cancelledAt",
-  c.cancellation_reason AS "cancellationReason", c.created_at AS "createdAt", c.updated_at AS "updatedAt", c.version`;
+  c.cancellation_reason AS "cancellationReason", c.created_at AS "createdAt", c.updated_at AS "updatedAt", c.version,
+  c.platform_revision::text AS "platformRevision", c.platform_updated_at AS "platformUpdatedAt"`;
 
 /** The state that decides whether a key may be used now: read by the request, never cached. */
-export type KeyState = { revokedAt: Date | null; plan: string };
+export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean };
 /** A key's state and the contract it asked for (null: none of the key's shop has that id). */
 export type ContractWithKeyState = KeyState & { contract: ContractRow | null };
 
@@ -25,7 +26,7 @@ export type ContractWithKeyState = KeyState & { contract: ContractRow | null };
 // without statistics) and counts only if it belongs to the key's own shop (checked below), so a key can never read
 // another shop's contract.
 const CONTRACTS_WITH_KEY_STATES = `
-  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, k.shop_id::text AS "keyShopId", ${CONTRACT_COLUMNS}
+  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.shop_id::text AS "keyShopId", ${CONTRACT_COLUMNS}
     FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS q(key_id, contract_id, ord)
     JOIN api_keys k ON k.id = q.key_id
     JOIN shops s ON s.id = k.shop_id
@@ -47,9 +48,9 @@ export function byOrd<T>(rows: (T & { ord: number })[], n: number): (T | undefin
 }
 
 function withKeyState(row: Record<string, unknown>): ContractWithKeyState {
-  const { revokedAt, plan, keyShopId, ord: _o, ...contract } = row;
+  const { revokedAt, plan, uninstalled, keyShopId, ord: _o, ...contract } = row;
   const mine = contract.id !== null && contract.shopId === keyShopId;
-  return { revokedAt: revokedAt as Date | null, plan: plan as string, contract: mine ? (contract as unknown as ContractRow) : null };
+  return { revokedAt: revokedAt as Date | null, plan: plan as string, uninstalled: uninstalled as boolean, contract: mine ? (contract as unknown as ContractRow) : null };
 }
 
 function create(db: Database) {

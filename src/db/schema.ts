@@ -24,6 +24,13 @@ const bigintId = customType<{ data: string; driverData: string | number | bigint
   toDriver: (value) => value,
 });
 
+/** numeric(20,0) carried as a decimal string (the platform's UnsignedInt64 revision). */
+const numericText = customType<{ data: string; driverData: string | number }>({
+  dataType: () => 'numeric(20, 0)',
+  fromDriver: (value) => String(value),
+  toDriver: (value) => value,
+});
+
 /** Marks a column the database fills (identity): drizzle then inserts DEFAULT for it. */
 const filledByDatabase = sql`identity`;
 
@@ -40,6 +47,8 @@ export const shops = pgTable('shops', {
   id: bigintId('id').primaryKey().default(filledByDatabase),
   domain: text('domain').notNull().unique(),
   plan: text('plan').notNull().default('basic'),
+  // Platform mode: the shop uninstalled the app (migration 0006); its keys answer 403 app_not_installed.
+  uninstalledAt: ts('uninstalled_at'),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });
@@ -85,6 +94,10 @@ export const contracts = pgTable(
     updatedAt: ts('updated_at').notNull(),
     // Bumped by every state change; optimistic writes check it (migration 0003).
     version: integer('version').notNull().default(0),
+    // Platform mode (migration 0006): the platform's revisionId (UnsignedInt64, as a decimal string) and updatedAt
+    // of the state the mirror holds; a re-read is applied only when newer.
+    platformRevision: numericText('platform_revision'),
+    platformUpdatedAt: ts('platform_updated_at'),
   },
   (t) => [
     index('contracts_shop_id_idx').on(t.shopId, t.id),
@@ -205,3 +218,53 @@ export const webhookAttempts = pgTable('webhook_attempts', {
   responseBody: text('response_body'),
 });
 export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
+
+/** Platform mode (migration 0006): a shop's installation, its tokens (encrypted), import progress, sync watermark. */
+export const platformInstallations = pgTable('platform_installations', {
+  shopId: bigintId('shop_id')
+    .primaryKey()
+    .references(() => shops.id),
+  accessToken: text('access_token'),
+  accessTokenExpiresAt: ts('access_token_expires_at'),
+  refreshToken: text('refresh_token'),
+  refreshTokenExpiresAt: ts('refresh_token_expires_at'),
+  scopes: text('scopes'),
+  installedAt: ts('installed_at').notNull(),
+  webhooksRegisteredAt: ts('webhooks_registered_at'),
+  importStatus: text('import_status').$type<'pending' | 'running' | 'completed' | 'failed'>().notNull().default('pending'),
+  importMode: text('import_mode').$type<'paged' | 'bulk'>(),
+  importTotal: integer('import_total'),
+  importDone: integer('import_done').notNull().default(0),
+  importCursor: text('import_cursor'),
+  importBulkOperationId: text('import_bulk_operation_id'),
+  importStartedAt: ts('import_started_at'),
+  importFinishedAt: ts('import_finished_at'),
+  importError: text('import_error'),
+  syncedUntil: ts('synced_until'),
+  lastSyncAt: ts('last_sync_at'),
+  updatedAt: ts('updated_at').notNull(),
+});
+export type PlatformInstallationRow = typeof platformInstallations.$inferSelect;
+
+export const platformWebhooks = pgTable('platform_webhooks', {
+  webhookId: text('webhook_id').primaryKey(),
+  shopDomain: text('shop_domain').notNull(),
+  topic: text('topic').notNull(),
+  payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+  receivedAt: ts('received_at').notNull(),
+  triggeredAt: ts('triggered_at'),
+  attempts: integer('attempts').notNull().default(0),
+  leaseUntil: ts('lease_until'),
+  processedAt: ts('processed_at'),
+  lastError: text('last_error'),
+});
+export type PlatformWebhookRow = typeof platformWebhooks.$inferSelect;
+
+export const complianceRequests = pgTable('compliance_requests', {
+  id: bigintId('id').primaryKey().default(filledByDatabase),
+  shopDomain: text('shop_domain').notNull(),
+  topic: text('topic').notNull(),
+  customerId: text('customer_id'),
+  payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+  receivedAt: ts('received_at').notNull(),
+});

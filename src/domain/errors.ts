@@ -58,6 +58,7 @@ export const MESSAGES = {
   unauthorized: 'The API key is invalid or has been revoked.',
   missingKey: 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".',
   planRequired: 'External API access requires the Enterprise plan. The shop owner can upgrade the plan to restore access.',
+  appNotInstalled: 'The shop has uninstalled the app. Its API keys work again when the app is reinstalled.',
   contractNotFound: 'No subscription contract with this id exists for this shop.',
   internal: 'An unexpected error occurred. Try again; if it persists, contact support with the request id.',
   unavailable: 'The service cannot reach its database right now. Try again shortly.',

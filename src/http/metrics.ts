@@ -25,7 +25,7 @@ export type MetricsOptions = {
   processMetrics?: boolean;
 };
 
-const AUTH_REASONS: AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'plan_required'];
+const AUTH_REASONS: AuthFailureReason[] = ['missing', 'malformed', 'unknown', 'revoked', 'app_not_installed', 'plan_required'];
 export type IdempotencyOutcome = 'executed' | 'replayed' | 'in_progress' | 'key_reused';
 
 /**
@@ -59,7 +59,7 @@ export class AppMetrics {
     });
     this.authFailures = new Counter({
       name: 'svc_auth_failures_total',
-      help: 'API key authentications refused, by reason (missing, malformed, unknown, revoked, plan_required).',
+      help: 'API key authentications refused, by reason (missing, malformed, unknown, revoked, app_not_installed, plan_required).',
       labelNames: ['reason'],
       registers,
     });

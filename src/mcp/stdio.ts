@@ -61,7 +61,7 @@ export async function runMcpStdio(
     await ops.probe();
   } catch (err) {
     const e = err instanceof ServiceError ? err : new ServiceError('internal_error', MESSAGES.internal);
-    if (e.code === 'unauthorized' || e.code === 'plan_required') {
+    if (e.code === 'unauthorized' || e.code === 'plan_required' || e.code === 'app_not_installed') {
       io.err(`svc mcp-stdio: the svc API at ${baseUrl} refused SVC_API_KEY (${e.code}): ${e.message}`);
       return 1;
     }

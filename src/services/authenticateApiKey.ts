@@ -14,14 +14,14 @@ export type KnownKey = { keyId: string; shopId: string; fingerprint: string; acc
 /** last_used_at is refreshed at most this often per key, so a busy key does not write on every request. */
 export const LAST_USED_PRECISION_MS = 60_000;
 
-export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'plan_required';
+export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'app_not_installed' | 'plan_required';
 
 export class AuthError extends ServiceError {
   constructor(
     readonly reason: AuthFailureReason,
     message: string,
   ) {
-    super(reason === 'plan_required' ? 'plan_required' : 'unauthorized', message);
+    super(reason === 'plan_required' || reason === 'app_not_installed' ? reason : 'unauthorized', message);
   }
 }
 
@@ -31,6 +31,7 @@ export const AUTH_ERRORS: Record<AuthFailureReason, AuthError> = {
   malformed: new AuthError('malformed', MESSAGES.unauthorized),
   unknown: new AuthError('unknown', MESSAGES.unauthorized),
   revoked: new AuthError('revoked', MESSAGES.unauthorized),
+  app_not_installed: new AuthError('app_not_installed', MESSAGES.appNotInstalled),
   plan_required: new AuthError('plan_required', MESSAGES.planRequired),
 };
 
@@ -59,6 +60,7 @@ export function presentedKeyDigest(authorization: string | undefined): string | 
 export function assertKeyUsable(ctx: ServiceContext, state: KeyState | undefined | null): void {
   if (!state) throw AUTH_ERRORS.unknown;
   if (state.revokedAt) throw AUTH_ERRORS.revoked;
+  if (state.uninstalled) throw AUTH_ERRORS.app_not_installed;
   if (!shopApiAccess(ctx, state.plan).allowed) throw AUTH_ERRORS.plan_required;
 }
 

@@ -10,10 +10,20 @@ import type { ServiceContext } from './context.js';
  * its events, their consumers and the idempotency record. Returns null only with `skipLocked` (another writer held
  * the contract).
  */
-export function changeContract(
-  ctx: ServiceContext,
-  change: { shopId: string; contractId: string; request: ChangeRequest; read?: ContractRow; record?: IdempotencyRecord; skipLocked?: boolean },
-): Promise<CommittedChange | null> {
+type Change = { shopId: string; contractId: string; request: ChangeRequest; read?: ContractRow; record?: IdempotencyRecord; skipLocked?: boolean };
+
+export function changeContract(ctx: ServiceContext, change: Change): Promise<CommittedChange | null> {
+  const platform = ctx.platform;
+  if (!platform.prepare) return commitChange(ctx, change);
+  return platform.prepare(change.shopId).then(() =>
+    commitChange(ctx, change).catch(async (err) => {
+      if (!(await platform.prepare!(change.shopId, err)).retry) throw err;
+      return commitChange(ctx, change);
+    }),
+  );
+}
+
+function commitChange(ctx: ServiceContext, change: Change): Promise<CommittedChange | null> {
   const now = ctx.clock.now();
   const { shopId, request } = change;
   return commitContractChange(ctx.db, {

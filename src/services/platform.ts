@@ -21,6 +21,12 @@ export interface PlatformPort {
    * committed.
    */
   carryOut(change: { shopId: string; contract: ContractRow; plan: ContractPlan }): Promise<ContractPlan>;
+  /**
+   * Runs before a change, outside any transaction: whatever carryOut needs from svc's own database (the shop, the
+   * platform's access token) is loaded here, since carryOut runs under the row lock and must not wait for another
+   * connection. `retry` says carryOut asked for it (a refused token): the change is then tried once more.
+   */
+  prepare?(shopId: string, failure?: unknown): Promise<{ retry: boolean }>;
 }
 
 /** Standalone: svc's table is the truth, so a planned change is already all there is to do. */

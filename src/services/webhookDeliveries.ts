@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, inArray, lt, ne, or, sql } from 'drizzle-orm';
 import { webhookAttempts, webhookDeliveries, type WebhookAttemptRow, type WebhookDeliveryRow } from '../db/schema.js';
 import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
@@ -62,13 +62,17 @@ export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller
   assertMayChange(input.caller);
   const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
   if (!ID.test(input.deliveryId)) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
+  const mine = and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id));
+  // Sent again now, whatever its state, except while a send of it is in flight: that one keeps its lease (clearing
+  // it would let another instance send it a second time meanwhile) and the request changes nothing.
   const [row] = await ctx.db.orm
     .update(webhookDeliveries)
     .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null, leaseUntil: null })
-    .where(and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id)))
+    .where(and(mine, or(ne(webhookDeliveries.status, 'delivering'), lt(webhookDeliveries.leaseUntil, ctx.clock.now()))))
     .returning();
-  if (!row) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
-  return toDelivery(row, []);
+  const current = row ?? (await ctx.db.orm.select().from(webhookDeliveries).where(mine))[0];
+  if (!current) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
+  return toDelivery(current, []);
 }
 
 /** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */

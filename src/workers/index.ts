@@ -4,6 +4,8 @@ import { ResumeSweep } from './resumeSweep.js';
 import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
+import type { Shopify } from '../platform/shopify/index.js';
+import { PlatformInboxWorker, ReconcileWorker } from './platform.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
 
@@ -13,18 +15,30 @@ const BUSY_REQUESTS_PER_SECOND = 1000;
  */
 export function createWorkers(
   ctx: ServiceContext,
-  opts: { resumeIntervalMs: number; webhookIntervalMs?: number; webhookTimeoutMs?: number; load?: RequestLoad; log?: WorkerLog },
+  opts: {
+    resumeIntervalMs: number;
+    webhookIntervalMs?: number;
+    webhookTimeoutMs?: number;
+    load?: RequestLoad;
+    log?: WorkerLog;
+    /** Platform mode: the platform's webhooks are processed, and reconciliation runs every `syncIntervalMs`. */
+    shopify?: { services: Shopify; syncIntervalMs: number };
+  },
 ) {
   // Requests come first: while they arrive this fast, the dispatcher gives way (webhookDispatcher.ts).
   const busy = opts.load ? () => opts.load!.busy(BUSY_REQUESTS_PER_SECOND) : undefined;
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher];
+  const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
+  const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
+  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : [])];
   return {
     resumeSweep,
     idempotencyCleanup,
     webhookDispatcher,
+    platformInbox,
+    reconcile,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
   };

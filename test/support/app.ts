@@ -9,6 +9,7 @@ import { seedContracts } from '../../src/services/seedContracts.js';
 import { signSessionToken, type AppCredentials } from '../../src/services/sessionTokens.js';
 import { setShopPlan } from '../../src/services/shops.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import { shopifyPlatform, type Shopify } from '../../src/platform/shopify/index.js';
 
 /** A clock tests move by hand: no sleeps, no flakiness. */
 export class TestClock implements Clock {
@@ -37,6 +38,8 @@ export const uniqueShop = (label = 'shop') =>
 export type TestApp = {
   app: FastifyInstance;
   ctx: ServiceContext;
+  /** Platform mode's services (with `shopify`). */
+  shopify?: Shopify;
   clock: TestClock;
   database: TestDatabase;
   /** Every log line the app wrote. */
@@ -59,23 +62,40 @@ export async function startTestApp(
     webhookAddresses?: AddressPolicy;
     /** Optional parts of the app a test turns on: rate limits, metrics collectors, trusted proxies. */
     appDeps?: Pick<AppDeps, 'rateLimit' | 'metrics' | 'trustProxy'>;
+    /** Platform mode against a stand-in (test/support/platform.ts): the port, webhooks in, install. */
+    shopify?: Parameters<typeof shopifyPlatform>[1] & { publicUrl: () => string };
   } = {},
 ): Promise<TestApp> {
   const database = opts.database ?? (await createTestDatabase());
   const clock = opts.clock ?? new TestClock();
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', sink: { write: (line) => logs.push(line) } });
+  const platform = opts.shopify ? shopifyPlatform({ db: database.db, clock }, opts.shopify) : null;
   const ctx: ServiceContext = createServiceContext({
     db: database.db,
     clock,
     freeUntil: opts.freeUntil ?? null,
     warn: (o, m) => logger.warn(o, m),
     webhookAddresses: opts.webhookAddresses ?? { allowPrivate: true, resolve: systemResolve },
+    platform: platform?.port,
   });
-  const app = await buildApp({ ctx, credentials: TEST_CREDENTIALS, logger, extraRoutes: opts.extraRoutes, ...opts.appDeps });
+  const publicUrl = opts.shopify?.publicUrl;
+  const shopify = platform?.attach(ctx, {
+    publicUrl: () => publicUrl!(),
+    log: { info: (o, m) => logger.info(o, m), warn: (o, m) => logger.warn(o, m) },
+  });
+  const app = await buildApp({
+    ctx,
+    credentials: TEST_CREDENTIALS,
+    logger,
+    extraRoutes: opts.extraRoutes,
+    ...opts.appDeps,
+    shopify: shopify ? { services: shopify } : undefined,
+  });
   return {
     app,
     ctx,
+    shopify,
     clock,
     database,
     logs,

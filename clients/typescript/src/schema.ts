@@ -425,7 +425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -504,7 +504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -598,7 +598,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -722,7 +722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -740,7 +740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description invalid_state (the action is not allowed from the current status) or idempotency_in_progress */
+            /** @description invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -767,7 +767,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description idempotency_key_reused: same Idempotency-Key with a different request */
+            /** @description idempotency_key_reused (same Idempotency-Key, different request) or platform_rejected (platform mode: the platform refused the change; the message says why) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -794,7 +794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unavailable: the database cannot be reached */
+            /** @description unavailable (the database cannot be reached) or platform_unavailable (platform mode: the platform could not be reached, failed or throttled; nothing changed; see Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -843,7 +843,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -940,7 +940,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1055,7 +1055,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1139,7 +1139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1273,7 +1273,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1402,7 +1402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1522,7 +1522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1643,7 +1643,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required: the shop has no external API access (Enterprise plan) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1736,7 +1736,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1861,7 +1861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key) */
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
             403: {
                 headers: {
                     [name: string]: unknown;

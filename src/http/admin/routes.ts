@@ -18,6 +18,7 @@ import { verifySessionToken, type AppCredentials } from '../../services/sessionT
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
+import type { Shopify } from '../../platform/shopify/index.js';
 import {
   ContractIdParams,
   ContractListResponse,
@@ -52,14 +53,29 @@ const ShopResponse = z.object({
     }),
   }),
   limits: z.object({ maxActiveKeys: z.number().int() }),
+  platform: z.object({
+    mode: z.enum(['standalone', 'shopify']),
+    import: z
+      .object({
+        status: z.enum(['pending', 'running', 'completed', 'failed']),
+        mode: z.enum(['paged', 'bulk']).nullable(),
+        imported: z.number().int(),
+        total: z.number().int().nullable(),
+        startedAt: z.string().nullable(),
+        finishedAt: z.string().nullable(),
+        error: z.string().nullable(),
+      })
+      .nullable(),
+    canUpgrade: z.boolean(),
+  }),
 });
 
 /**
  * The admin JSON API behind Settings → API (PRODUCT §6), authenticated by the platform's session token only.
  * API keys are refused here, as session tokens are refused on /api.
  */
-export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials }) {
-  const { ctx, credentials } = opts;
+export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials; shopify?: Shopify }) {
+  const { ctx, credentials, shopify } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.addHook('preHandler', async (req: FastifyRequest) => {
@@ -69,6 +85,8 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     }
     const { shopDomain } = await verifySessionToken(ctx, credentials, token);
     req.adminShop = await provisionShop({ ctx, input: { domain: shopDomain } });
+    // Platform mode: the first session token of a shop installs it (token exchange, then webhooks, plan, import).
+    if (shopify) await shopify.installer.ensureInstalled(req.adminShop, token);
   });
   const shopId = (req: FastifyRequest) => req.adminShop!.id;
   // The merchant, signed in with the platform's session token: confirmed, and may change what the shop owns.
@@ -87,7 +105,20 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
           apiAccess: { ...access, freePeriodEndsAt: access.freePeriodEndsAt?.toISOString() ?? null },
         },
         limits: { maxActiveKeys: MAX_ACTIVE_KEYS },
+        platform: {
+          mode: shopify ? ('shopify' as const) : ('standalone' as const),
+          import: shopify ? await shopify.installer.importProgress(shop.id) : null,
+          canUpgrade: !!shopify && !access.allowed,
+        },
       };
+    },
+  });
+
+  r.post('/billing/upgrade', {
+    schema: { tags, body: z.strictObject({}).nullish(), response: { 200: z.object({ confirmationUrl: z.string() }), ...adminErrors } },
+    handler: async (req) => {
+      if (!shopify) throw new ServiceError('not_found', 'Upgrading through the platform exists in platform mode only; the operator sets plans with `svc shops set-plan`.');
+      return shopify.installer.startUpgrade(req.adminShop!);
     },
   });
 

@@ -37,7 +37,7 @@ const err = (description: string) => ErrorEnvelope.describe(description);
 export const authErrors = {
   400: err('invalid_request (bad input) or key_in_url (a key in the URL)'),
   401: err('unauthorized: missing, malformed, unknown or revoked API key'),
-  403: err('plan_required: the shop has no external API access (Enterprise plan)'),
+  403: err('plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app)'),
   429: err('rate_limited: too many requests; see Retry-After'),
   500: err('internal_error'),
   503: err('unavailable: the database cannot be reached'),
@@ -48,17 +48,18 @@ export const readErrors = { ...authErrors, 404: err('not_found: no such contract
 export const actionErrors = {
   ...readErrors,
   400: err('invalid_request, unsupported_action or key_in_url'),
-  403: err('plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key)'),
-  409: err('invalid_state (the action is not allowed from the current status) or idempotency_in_progress'),
+  403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
+  409: err('invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress'),
   413: err('payload_too_large: body over 16 KiB'),
   415: err('unsupported_media_type: the body must be application/json'),
-  422: err('idempotency_key_reused: same Idempotency-Key with a different request'),
+  422: err('idempotency_key_reused (same Idempotency-Key, different request) or platform_rejected (platform mode: the platform refused the change; the message says why)'),
+  503: err('unavailable (the database cannot be reached) or platform_unavailable (platform mode: the platform could not be reached, failed or throttled; nothing changed; see Retry-After)'),
 } as const;
 
 /** The error responses of a route that changes something other than a contract (webhook endpoints). */
 export const changeErrors = {
   ...readErrors,
-  403: err('plan_required (the shop has no external API access: Enterprise plan) or insufficient_scope (a read-only key)'),
+  403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
   409: err('endpoint_limit_reached (10 endpoints already) or idempotency_in_progress'),
   415: err('unsupported_media_type: the body must be application/json'),
   422: err('idempotency_key_reused: same Idempotency-Key with a different request'),

@@ -1,0 +1,122 @@
+/**
+ * Every GraphQL document svc sends to the platform's Admin API (2026-10). A unit test validates each against the
+ * platform's own schema (test/platform.documents.test.ts), deprecated fields included, so a typo or a renamed
+ * argument fails the suite and not a merchant's request. Argument names differ between mutations: the status
+ * mutations take `subscriptionContractId`, setNextBillingDate takes `contractId` and `date`, the cycle mutations a
+ * `billingCycleInput`.
+ */
+
+/**
+ * What the mirror holds of a contract (mirrorFields in contracts.ts maps it): its first MIRRORED_LINES lines. The
+ * platform's query cost counts a connection's page size, and a page of contracts must stay under its 1,000-point
+ * limit: 10 contracts × (5 + 40 lines × 2) ≈ 850.
+ */
+export const MIRRORED_LINES = 40;
+export const CONTRACTS_PER_PAGE = 10;
+const CONTRACT_FIELDS = `
+  id status nextBillingDate createdAt updatedAt revisionId
+  customer { id defaultEmailAddress { emailAddress } }
+  billingPolicy { interval intervalCount }
+  lines(first: ${MIRRORED_LINES}) { nodes { title variantId quantity currentPrice { amount currencyCode } } }`;
+
+export const CONTRACT = `query SvcContract($id: ID!) {
+  subscriptionContract(id: $id) {${CONTRACT_FIELDS}
+  }
+}`;
+
+export const CONTRACTS_PAGE = `query SvcContractsPage($first: Int!, $after: String, $query: String) {
+  subscriptionContracts(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
+    nodes {${CONTRACT_FIELDS}
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+
+/** The bulk import's inner query: the same fields, every line (a nested connection becomes lines with __parentId). */
+export const BULK_CONTRACTS_QUERY = `{
+  subscriptionContracts {
+    edges {
+      node {
+        id status nextBillingDate createdAt updatedAt revisionId
+        customer { id defaultEmailAddress { emailAddress } }
+        billingPolicy { interval intervalCount }
+        lines { edges { node { title variantId quantity currentPrice { amount currencyCode } } } }
+      }
+    }
+  }
+}`;
+
+// A mutation answers the whole contract: whatever else changed on the platform meanwhile reaches the mirror with it.
+const CONTRACT_ANSWER = `contract {${CONTRACT_FIELDS} }`;
+
+export const PAUSE = `mutation SvcPause($id: ID!) {
+  subscriptionContractPause(subscriptionContractId: $id) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+export const ACTIVATE = `mutation SvcActivate($id: ID!) {
+  subscriptionContractActivate(subscriptionContractId: $id) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+export const CANCEL = `mutation SvcCancel($id: ID!) {
+  subscriptionContractCancel(subscriptionContractId: $id) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+export const SET_NEXT_BILLING_DATE = `mutation SvcSetNextBillingDate($id: ID!, $date: DateTime!) {
+  subscriptionContractSetNextBillingDate(contractId: $id, date: $date) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+export const SKIP_CYCLE = `mutation SvcSkipCycle($input: SubscriptionBillingCycleInput!) {
+  subscriptionBillingCycleSkip(billingCycleInput: $input) {
+    billingCycle { cycleIndex skipped billingAttemptExpectedDate cycleEndAt }
+    userErrors { field message code }
+  }
+}`;
+export const BILLING_CYCLE = `query SvcBillingCycle($input: SubscriptionBillingCycleInput!) {
+  subscriptionBillingCycle(billingCycleInput: $input) { cycleIndex billingAttemptExpectedDate skipped }
+}`;
+
+export const WEBHOOK_SUBSCRIPTIONS = `query SvcWebhookSubscriptions($after: String) {
+  webhookSubscriptions(first: 100, after: $after) {
+    nodes { id topic uri }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+export const SUBSCRIBE = `mutation SvcSubscribe($topic: WebhookSubscriptionTopic!, $uri: String!) {
+  webhookSubscriptionCreate(topic: $topic, webhookSubscription: { uri: $uri, format: JSON }) {
+    webhookSubscription { id topic uri }
+    userErrors { field message }
+  }
+}`;
+
+export const APP_SUBSCRIPTIONS = `query SvcAppSubscriptions {
+  currentAppInstallation { activeSubscriptions { id name status test } }
+}`;
+export const CREATE_APP_SUBSCRIPTION = `mutation SvcCreateAppSubscription($name: String!, $returnUrl: URL!, $test: Boolean, $items: [AppSubscriptionLineItemInput!]!) {
+  appSubscriptionCreate(name: $name, returnUrl: $returnUrl, test: $test, lineItems: $items) {
+    appSubscription { id status }
+    confirmationUrl
+    userErrors { field message }
+  }
+}`;
+
+export const RUN_BULK_QUERY = `mutation SvcRunBulkQuery($query: String!) {
+  bulkOperationRunQuery(query: $query) {
+    bulkOperation { id status }
+    userErrors { field message code }
+  }
+}`;
+export const BULK_OPERATION = `query SvcBulkOperation($id: ID!) {
+  bulkOperation(id: $id) { id status errorCode url objectCount rootObjectCount }
+}`;
+export const ALL_DOCUMENTS = {
+  CONTRACT,
+  CONTRACTS_PAGE,
+  PAUSE,
+  ACTIVATE,
+  CANCEL,
+  SET_NEXT_BILLING_DATE,
+  SKIP_CYCLE,
+  BILLING_CYCLE,
+  WEBHOOK_SUBSCRIPTIONS,
+  SUBSCRIBE,
+  APP_SUBSCRIPTIONS,
+  CREATE_APP_SUBSCRIPTION,
+  RUN_BULK_QUERY,
+  BULK_OPERATION,
+};

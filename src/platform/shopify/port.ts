@@ -1,0 +1,172 @@
+import { eq } from 'drizzle-orm';
+import { shops } from '../../db/schema.js';
+import type { ContractPlan, PlannedEvent } from '../../domain/changes.js';
+import { ServiceError } from '../../domain/errors.js';
+import { iso } from '../../domain/time.js';
+import type { Database } from '../../db/client.js';
+import type { PlatformPort } from '../../services/platform.js';
+import { TokenNeeded, type ShopifyAdmin, type ShopRef } from './admin.js';
+import { contractGid, mirrorFields, type PlatformContract } from './contracts.js';
+import { mirrored, mirrorOf } from './sync.js';
+import { planSync } from '../../domain/changes.js';
+import * as doc from './documents.js';
+
+type UserError = { field: string[] | null; message: string; code: string | null };
+type ContractAnswer = PlatformContract;
+type MutationAnswer = { contract: ContractAnswer | null; userErrors: UserError[] };
+
+const STATUS_MUTATIONS = {
+  PAUSED: { document: doc.PAUSE, field: 'subscriptionContractPause', verb: 'pause' },
+  ACTIVE: { document: doc.ACTIVATE, field: 'subscriptionContractActivate', verb: 'resume' },
+  CANCELLED: { document: doc.CANCEL, field: 'subscriptionContractCancel', verb: 'cancel' },
+} as const;
+
+/** A shop's domain by id (fixed for a shop's life, so kept once read). */
+export class ShopDirectory {
+  private readonly domains = new Map<string, string>();
+  constructor(private readonly db: Database) {}
+  /** Without the database: only what `get` already read (inside a transaction). */
+  known(shopId: string): ShopRef | null {
+    const domain = this.domains.get(shopId);
+    return domain ? { id: shopId, domain } : null;
+  }
+  async get(shopId: string): Promise<ShopRef> {
+    let domain = this.domains.get(shopId);
+    if (!domain) {
+      const [row] = await this.db.orm.select({ domain: shops.domain }).from(shops).where(eq(shops.id, shopId));
+      if (!row) throw new ServiceError('not_found', 'Shop not found.');
+      domain = row.domain;
+      this.domains.set(shopId, domain);
+    }
+    return { id: shopId, domain };
+  }
+}
+
+/**
+ * Platform mode's port (PRODUCT §9): each planned step is made true on the platform before svc commits it, under
+ * the contract's row lock (callsOut). pause → subscriptionContractPause, resume → subscriptionContractActivate,
+ * cancel → subscriptionContractCancel (the reason is svc's), skip → subscriptionBillingCycleSkip of the cycle of the
+ * current next billing date, then the next billing date moves to the following cycle's, reschedule →
+ * subscriptionContractSetNextBillingDate. resumeAt is svc's own: a pause that only changes it calls nothing.
+ */
+export class ShopifyPlatform implements PlatformPort {
+  readonly name = 'shopify' as const;
+  readonly callsOut = true;
+
+  constructor(
+    readonly admin: ShopifyAdmin,
+    readonly shops: ShopDirectory,
+  ) {}
+
+  /** The shop's domain and a fresh access token in memory, before the row lock; a refused token is refreshed. */
+  async prepare(shopId: string, failure?: unknown): Promise<{ retry: boolean }> {
+    const shop = await this.shops.get(shopId);
+    if (failure === undefined) {
+      await this.admin.accessToken(shop.id);
+      return { retry: false };
+    }
+    if (!(failure instanceof TokenNeeded)) return { retry: false };
+    await this.admin.accessToken(shop.id, { stale: failure.stale });
+    return { retry: true };
+  }
+
+  async carryOut({ shopId, contract, plan }: Parameters<PlatformPort['carryOut']>[0]): Promise<ContractPlan> {
+    // Under the row lock: no database here (prepare loaded the shop and the token).
+    const shop = this.shops.known(shopId);
+    if (!shop) throw new TokenNeeded();
+    const gid = contractGid(contract.id);
+    let last: ContractAnswer | null = null;
+    let result = plan;
+    let before = contract.nextBillingDate;
+    for (const [i, e] of plan.events.entries()) {
+      switch (e.type) {
+        case 'contract.paused':
+        case 'contract.cancelled':
+          last = await this.setStatus(shop, gid, e.to as 'PAUSED' | 'CANCELLED');
+          break;
+        case 'contract.resumed':
+          last = await this.setStatus(shop, gid, 'ACTIVE');
+          // svc moves a past next billing date to the first one after now; the platform's date is the app's to set.
+          if (e.after.nextBillingDate.getTime() !== before.getTime()) last = await this.setNextBillingDate(shop, gid, e.after.nextBillingDate);
+          break;
+        case 'contract.skipped': {
+          const following = await this.skipCycle(shop, gid, before);
+          last = await this.setNextBillingDate(shop, gid, following);
+          result = withNextBillingDate(result, i, following);
+          break;
+        }
+        case 'contract.rescheduled':
+          last = await this.setNextBillingDate(shop, gid, e.after.nextBillingDate);
+          break;
+        default:
+          // contract.pause_updated: resumeAt only, which the platform does not hold.
+          break;
+      }
+      before = result.events[i].after.nextBillingDate;
+    }
+    if (!last) return result;
+    const f = mirrorFields(last);
+    if (!f) return { ...result, mirror: { ...result.mirror, platformRevision: last.revisionId, platformUpdatedAt: new Date(last.updatedAt) } };
+    // The answer is the contract at its new revision, which the mirror now records: anything the platform changed
+    // besides svc's own change (lines edited in the shop admin a moment ago, say) is taken in here, as its own
+    // platform event, or a later re-read at the same revision would never show it.
+    const planned = { ...contract, ...result.state };
+    const rest = planSync(mirrored(planned), mirrored({ ...planned, ...f, pausedAt: planned.pausedAt, resumeAt: planned.resumeAt }), f.platformUpdatedAt, mirrorOf(f));
+    return { state: rest.state, events: [...result.events, ...rest.events], mirror: rest.mirror };
+  }
+
+  private async setStatus(shop: ShopRef, gid: string, target: keyof typeof STATUS_MUTATIONS): Promise<ContractAnswer> {
+    const m = STATUS_MUTATIONS[target];
+    const data = await this.admin.graphql<Record<string, MutationAnswer>>(shop, m.document, { id: gid }, HELD);
+    const answer = data[m.field];
+    const error = answer.userErrors[0];
+    if (!error && answer.contract) return answer.contract;
+    if (error?.code === 'CONTRACT_TERMINATED') {
+      throw new ServiceError('invalid_state', `Cannot ${m.verb} this contract: the platform says ${quote(error.message)}.`);
+    }
+    // A retry after a platform success whose local commit was lost: a contract already in the target status counts
+    // as done (whatever the platform answers to asking twice).
+    const now = await this.readContract(shop, gid);
+    if (now?.status === target) return now;
+    throw rejected(error?.message ?? 'no contract in the answer');
+  }
+
+  private async setNextBillingDate(shop: ShopRef, gid: string, date: Date): Promise<ContractAnswer> {
+    const data = await this.admin.graphql<{ subscriptionContractSetNextBillingDate: MutationAnswer }>(shop, doc.SET_NEXT_BILLING_DATE, { id: gid, date: iso(date) }, HELD);
+    const answer = data.subscriptionContractSetNextBillingDate;
+    if (answer.userErrors.length || !answer.contract) throw rejected(answer.userErrors[0]?.message ?? 'no contract in the answer');
+    return answer.contract;
+  }
+
+  /** Skips the cycle the date falls in and answers the following cycle's billing date. */
+  private async skipCycle(shop: ShopRef, gid: string, date: Date): Promise<Date> {
+    type Skip = { subscriptionBillingCycleSkip: { billingCycle: { cycleIndex: number; skipped: boolean } | null; userErrors: UserError[] } };
+    const data = await this.admin.graphql<Skip>(shop, doc.SKIP_CYCLE, { input: { contractId: gid, selector: { date: iso(date) } } }, HELD);
+    const answer = data.subscriptionBillingCycleSkip;
+    if (answer.userErrors.length || !answer.billingCycle) throw rejected(answer.userErrors[0]?.message ?? 'no billing cycle in the answer');
+    type Cycle = { subscriptionBillingCycle: { billingAttemptExpectedDate: string } | null };
+    const next = await this.admin.graphql<Cycle>(shop, doc.BILLING_CYCLE, { input: { contractId: gid, selector: { index: answer.billingCycle.cycleIndex + 1 } } }, HELD);
+    if (!next.subscriptionBillingCycle) throw rejected('the contract has no billing cycle after the skipped one');
+    return new Date(next.subscriptionBillingCycle.billingAttemptExpectedDate);
+  }
+
+  private async readContract(shop: ShopRef, gid: string): Promise<ContractAnswer | null> {
+    const data = await this.admin.graphql<{ subscriptionContract: ContractAnswer | null }>(shop, doc.CONTRACT, { id: gid }, HELD);
+    return data.subscriptionContract;
+  }
+}
+
+/** Calls made under the row lock use the token prepare() loaded. */
+const HELD = { heldToken: true };
+const quote = (s: string) => JSON.stringify(s.slice(0, 300));
+const rejected = (message: string) => new ServiceError('platform_rejected', `The platform refused the change: ${message.slice(0, 300)}`);
+
+/** The plan with the platform's next billing date from event `at` on (a skip lands where the platform's cycles say). */
+function withNextBillingDate(plan: ContractPlan, at: number, date: Date): ContractPlan {
+  const events = plan.events.map((e, i): PlannedEvent => {
+    if (i < at) return e;
+    const after = { ...e.after, nextBillingDate: date };
+    return i === at ? { ...e, after, data: { ...e.data, nextBillingDate: iso(date) } } : { ...e, after };
+  });
+  return { ...plan, state: { ...plan.state, nextBillingDate: date }, events };
+}

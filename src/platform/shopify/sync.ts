@@ -1,0 +1,126 @@
+import { commitContractChange } from '../../db/commitContractChange.js';
+import type { ContractRow } from '../../db/schema.js';
+import { PLATFORM, planSync, type ContractPlan, type MirroredContract, type MirrorUpdate } from '../../domain/changes.js';
+import type { ContractState } from '../../domain/contract.js';
+import { ServiceError } from '../../domain/errors.js';
+import type { Interval } from '../../domain/time.js';
+import type { ServiceContext } from '../../services/context.js';
+import { isNewerRevision, type MirrorFields } from './contracts.js';
+
+/**
+ * Platform sync: what the platform says a contract is now, applied to the mirror through the one change path
+ * (PRODUCT §9). Applied only when the platform's revision is newer than the mirror's, under the contract's row lock,
+ * so a late, repeated or out-of-order signal changes nothing, and the echo of svc's own action (whose revision the
+ * action recorded) records no second event.
+ */
+
+export type SyncOutcome = 'created' | 'changed' | 'unchanged';
+
+export const mirrored = (r: Pick<ContractRow, keyof MirroredContract>): MirroredContract => ({
+  status: r.status as ContractState['status'],
+  billingInterval: r.billingInterval as Interval,
+  billingIntervalCount: r.billingIntervalCount,
+  nextBillingDate: r.nextBillingDate,
+  pausedAt: r.pausedAt,
+  resumeAt: r.resumeAt,
+  cancelledAt: r.cancelledAt,
+  cancellationReason: r.cancellationReason,
+  lines: r.lines,
+  customerId: r.customerId,
+  customerEmail: r.customerEmail,
+});
+
+export const mirrorOf = (f: MirrorFields): MirrorUpdate => ({
+  platformRevision: f.platformRevision,
+  platformUpdatedAt: f.platformUpdatedAt,
+  lines: f.lines,
+  billingInterval: f.billingInterval as Interval,
+  billingIntervalCount: f.billingIntervalCount,
+  customerId: f.customerId,
+  customerEmail: f.customerEmail,
+});
+
+/**
+ * Applies the platform's contract to the mirror. A contract svc has not seen is inserted; with `announce` (a
+ * webhook or reconciliation found it, not the install's import) it gets a contract.created event, which reaches
+ * the merchant's webhooks like any other.
+ */
+export async function syncContract(ctx: ServiceContext, shopId: string, f: MirrorFields, opts: { announce: boolean }): Promise<SyncOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const done = await commitContractChange(ctx.db, {
+        shopId,
+        contractId: f.id,
+        now: ctx.clock.now(),
+        optimistic: false,
+        plan: (row) => {
+          if (!isNewerRevision(f.platformRevision, row.platformRevision)) return null;
+          // svc's own fields (pausedAt, resumeAt, cancellation) are the row's; the rest is the platform's.
+          return planSync(mirrored(row), mirrored({ ...row, ...f }), f.platformUpdatedAt, mirrorOf(f));
+        },
+      });
+      return done?.changed ? 'changed' : 'unchanged';
+    } catch (err) {
+      if (!(err instanceof ServiceError && err.code === 'not_found') || attempt > 0) throw err;
+    }
+    if (await insertContracts(ctx, shopId, [f])) {
+      if (opts.announce) await announceCreated(ctx, shopId, f.id);
+      return 'created';
+    }
+    // Another writer inserted it meanwhile: apply it as a change (once more around the loop).
+  }
+}
+
+/** contract.created (actor platform), committed as a change of the row just inserted. */
+async function announceCreated(ctx: ServiceContext, shopId: string, contractId: string): Promise<void> {
+  await commitContractChange(ctx.db, {
+    shopId,
+    contractId,
+    now: ctx.clock.now(),
+    optimistic: false,
+    plan: (row): ContractPlan => {
+      const state = mirrored(row);
+      return { state, events: [{ type: 'contract.created', actor: PLATFORM, from: state.status, to: state.status, data: {}, after: state }] };
+    },
+  });
+}
+
+/**
+ * Inserts contracts svc has not seen (the install's import, in batches), leaving any it has alone: those follow the
+ * platform through syncContract. Returns how many were new.
+ */
+export async function insertContracts(ctx: ServiceContext, shopId: string, rows: MirrorFields[]): Promise<number> {
+  if (!rows.length) return 0;
+  const now = ctx.clock.now();
+  const col = <T>(f: (r: MirrorFields) => T) => rows.map(f);
+  const inserted = await ctx.db.withSession((run) =>
+    run<{ id: string }>(
+      `INSERT INTO subscription_contracts (id, shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
+              next_billing_date, lines, created_at, updated_at, version, platform_revision, platform_updated_at)
+       SELECT x.id, $1, x.status, x.customer_id, x.customer_email, x.billing_interval, x.billing_interval_count,
+              x.next_billing_date, x.lines, x.created_at, $2, 0, x.platform_revision, x.platform_updated_at
+         FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::jsonb[],
+                     $11::timestamptz[], $12::numeric[], $13::timestamptz[])
+              AS x(id, status, customer_id, customer_email, billing_interval, billing_interval_count, next_billing_date, lines,
+                   created_at, platform_revision, platform_updated_at)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id::text`,
+      [
+        shopId,
+        now,
+        col((r) => r.id),
+        col((r) => r.status),
+        col((r) => r.customerId),
+        col((r) => r.customerEmail),
+        col((r) => r.billingInterval),
+        col((r) => r.billingIntervalCount),
+        col((r) => r.nextBillingDate),
+        col((r) => JSON.stringify(r.lines)),
+        col((r) => r.createdAt),
+        col((r) => r.platformRevision),
+        col((r) => r.platformUpdatedAt),
+      ],
+    ),
+  );
+  return inserted.length;
+}

@@ -1,0 +1,200 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { shops } from '../../db/schema.js';
+import { ServiceError } from '../../domain/errors.js';
+import type { ServiceContext } from '../../services/context.js';
+import type { ShopifyAdmin, ShopRef } from './admin.js';
+import { contractGid, contractIdOf, mirrorFields, type PlatformContract } from './contracts.js';
+import * as doc from './documents.js';
+import type { ShopifyInstaller } from './install.js';
+import { eraseCustomer, eraseShop } from './privacy.js';
+import { syncContract, type SyncOutcome } from './sync.js';
+
+/**
+ * Webhooks from the platform (PRODUCT §9). Receiving is cheap and durable: check the HMAC, store the delivery
+ * (deduplicated by X-Shopify-Webhook-Id), answer 200. Processing comes after, from the stored row (the inbox
+ * worker), so a slow re-read never makes the platform wait past its 5 s, and a crash loses nothing.
+ */
+
+export type IncomingWebhook = { rawBody: Buffer; headers: Record<string, string | string[] | undefined> };
+
+const header = (h: IncomingWebhook['headers'], name: string) => {
+  const v = h[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+/** base64 HMAC-SHA256 of the raw body with the app secret, compared in constant time. */
+export function verifyPlatformHmac(rawBody: Buffer, given: string | undefined, secret: string): boolean {
+  if (!given) return false;
+  const expected = createHmac('sha256', secret).update(rawBody).digest();
+  const actual = Buffer.from(given, 'base64');
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/** Verifies and stores one delivery. Returns whether it was new (a repeat is answered 200 too). */
+export async function receivePlatformWebhook(ctx: ServiceContext, secret: string, w: IncomingWebhook): Promise<{ stored: boolean }> {
+  if (!verifyPlatformHmac(w.rawBody, header(w.headers, 'x-shopify-hmac-sha256'), secret)) {
+    throw new ServiceError('unauthorized', 'The webhook signature (X-Shopify-Hmac-Sha256) is missing or does not match.');
+  }
+  const topic = header(w.headers, 'x-shopify-topic');
+  const shop = header(w.headers, 'x-shopify-shop-domain');
+  const id = header(w.headers, 'x-shopify-webhook-id');
+  if (!topic || !shop || !id || id.length > 200 || topic.length > 100 || shop.length > 255) {
+    throw new ServiceError('invalid_request', 'A webhook needs X-Shopify-Topic, X-Shopify-Shop-Domain and X-Shopify-Webhook-Id.');
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(w.rawBody.toString('utf8'));
+  } catch {
+    throw new ServiceError('invalid_request', 'The webhook body is not JSON.');
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new ServiceError('invalid_request', 'The webhook body is not a JSON object.');
+  const triggered = header(w.headers, 'x-shopify-triggered-at');
+  const triggeredAt = triggered && !Number.isNaN(Date.parse(triggered)) ? new Date(triggered) : null;
+  const rows = await ctx.db.withSession((run) =>
+    run(
+      `INSERT INTO platform_webhooks (webhook_id, shop_domain, topic, payload, received_at, triggered_at)
+       VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (webhook_id) DO NOTHING RETURNING webhook_id`,
+      [id, shop, topic, JSON.stringify(payload), ctx.clock.now(), triggeredAt],
+    ),
+  );
+  return { stored: rows.length > 0 };
+}
+
+type Stored = { webhook_id: string; shop_domain: string; topic: string; payload: Record<string, unknown>; triggered_at: Date | null; attempts: number };
+
+/** What processing one stored delivery did, for logs and tests. */
+export type Processed = { topic: string; outcome: SyncOutcome | 'ignored' | 'done' };
+
+const LEASE_MS = 60_000;
+const MAX_ATTEMPTS = 20;
+
+/** Processes stored deliveries: each claimed under a lease (any number of instances), retried with backoff. */
+export class PlatformInbox {
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly admin: ShopifyAdmin,
+    private readonly installer: ShopifyInstaller,
+  ) {}
+
+  /** One round: claims up to `limit` due deliveries, oldest first, and processes them. Returns how many. */
+  async processDue(limit = 50): Promise<number> {
+    const now = this.ctx.clock.now();
+    const claimed = await this.ctx.db.transaction((run) =>
+      run<Stored>(
+        `UPDATE platform_webhooks w SET lease_until = $2, attempts = w.attempts + 1
+          WHERE w.webhook_id IN (
+            SELECT webhook_id FROM platform_webhooks
+             WHERE processed_at IS NULL AND (lease_until IS NULL OR lease_until < $1)
+             ORDER BY received_at, webhook_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+          RETURNING w.webhook_id, w.shop_domain, w.topic, w.payload, w.triggered_at, w.attempts`,
+        [now, new Date(now.getTime() + LEASE_MS), limit],
+      ),
+    );
+    for (const w of claimed) {
+      try {
+        await this.process(w);
+        await this.ctx.db.withSession((run) =>
+          run(`UPDATE platform_webhooks SET processed_at = $2, lease_until = NULL, last_error = NULL WHERE webhook_id = $1`, [w.webhook_id, this.ctx.clock.now()]),
+        );
+      } catch (err) {
+        const message = (err instanceof ServiceError ? err.message : 'unexpected error').slice(0, 500);
+        // Backoff: 5 s, 10 s, … up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
+        const delay = Math.min(600_000, 5000 * 2 ** Math.min(w.attempts - 1, 10));
+        const giveUp = w.attempts >= MAX_ATTEMPTS;
+        await this.ctx.db.withSession((run) =>
+          run(`UPDATE platform_webhooks SET lease_until = $2, last_error = $3, processed_at = $4 WHERE webhook_id = $1`, [
+            w.webhook_id,
+            new Date(this.ctx.clock.now().getTime() + delay),
+            message,
+            giveUp ? this.ctx.clock.now() : null,
+          ]),
+        );
+        if (!(err instanceof ServiceError)) throw err;
+      }
+    }
+    return claimed.length;
+  }
+
+  private async shop(domain: string): Promise<(ShopRef & { uninstalledAt: Date | null }) | null> {
+    const [row] = await this.ctx.db.orm.select({ id: shops.id, domain: shops.domain, uninstalledAt: shops.uninstalledAt }).from(shops).where(eq(shops.domain, domain));
+    return row ?? null;
+  }
+
+  async process(w: Stored): Promise<Processed> {
+    const shop = await this.shop(w.shop_domain);
+    const p = w.payload;
+    const topic = w.topic;
+    if (!shop) return { topic, outcome: 'ignored' };
+    if (topic.startsWith('subscription_contracts/')) {
+      const id = contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
+      return { topic, outcome: id ? await this.resync(shop, id) : 'ignored' };
+    }
+    if (topic.startsWith('subscription_billing_cycles/')) {
+      const id = idOf(p.subscription_contract_id);
+      return { topic, outcome: id ? await this.resync(shop, id) : 'ignored' };
+    }
+    switch (topic) {
+      case 'app/uninstalled': {
+        const row = await this.installer.installation(shop.id);
+        // A late uninstall from before the latest install changes nothing.
+        if (w.triggered_at && row && w.triggered_at.getTime() < row.installedAt.getTime() && row.accessToken) return { topic, outcome: 'ignored' };
+        await this.ctx.db.transaction(async (run) => {
+          await run(`UPDATE shops SET uninstalled_at = $2, updated_at = $2 WHERE id = $1`, [shop.id, this.ctx.clock.now()]);
+          await this.admin.forgetTokens(shop.id, run);
+        });
+        return { topic, outcome: 'done' };
+      }
+      case 'app_subscriptions/update':
+        // A signal: the shop's active subscriptions now decide the plan. Uninstalled: the tokens are gone, and so
+        // is API access whatever the plan says.
+        if (shop.uninstalledAt) return { topic, outcome: 'ignored' };
+        await this.installer.refreshPlan(shop);
+        return { topic, outcome: 'done' };
+      case 'bulk_operations/finish':
+        this.installer.bulkFinished(shop.id);
+        return { topic, outcome: 'done' };
+      case 'customers/redact': {
+        const customer = idOf((p.customer as Record<string, unknown> | undefined)?.id);
+        if (customer) await eraseCustomer(this.ctx, shop.id, w.shop_domain, customer);
+        return { topic, outcome: 'done' };
+      }
+      case 'shop/redact':
+        await eraseShop(this.ctx, shop.id, w.shop_domain);
+        this.admin.forgetCachedToken(shop.id);
+        return { topic, outcome: 'done' };
+      case 'customers/data_request': {
+        await this.ctx.db.withSession((run) =>
+          run(`INSERT INTO compliance_requests (shop_domain, topic, customer_id, payload, received_at) VALUES ($1, $2, $3, $4::jsonb, $5)`, [
+            w.shop_domain,
+            topic,
+            idOf((p.customer as Record<string, unknown> | undefined)?.id),
+            JSON.stringify(p),
+            this.ctx.clock.now(),
+          ]),
+        );
+        return { topic, outcome: 'done' };
+      }
+      default:
+        return { topic, outcome: 'ignored' };
+    }
+  }
+
+  /** A contract signal: re-read the contract and apply it if newer. */
+  async resync(shop: ShopRef, contractId: string): Promise<SyncOutcome | 'ignored'> {
+    const data = await this.admin.graphql<{ subscriptionContract: PlatformContract | null }>(shop, doc.CONTRACT, { id: contractGid(contractId) });
+    const f = data.subscriptionContract && mirrorFields(data.subscriptionContract);
+    if (!f) return 'ignored';
+    return syncContract(this.ctx, shop.id, f, { announce: true });
+  }
+}
+
+/** A numeric id from a payload (a number, a numeric string, or a gid), or null. */
+function idOf(v: unknown): string | null {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return String(v);
+  if (typeof v === 'string') {
+    const m = /^(?:gid:\/\/shopify\/\w+\/)?(\d{1,19})$/.exec(v);
+    return m ? m[1] : null;
+  }
+  return null;
+}

@@ -1,0 +1,237 @@
+import { createHmac } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest';
+import { bearer, TEST_CREDENTIALS } from './support/app.js';
+import { startPlatform, type InstalledShop, type PlatformHarness } from './support/platform.js';
+
+let p: PlatformHarness;
+beforeAll(async () => {
+  p = await startPlatform({ timeoutMs: 1500, standIn: { costByOperation: {} } });
+});
+afterAll(async () => {
+  await p?.close();
+});
+beforeEach(() => {
+  p.standIn.faults.clear();
+  p.standIn.webhooks.clearFaults();
+});
+
+const act = (key: string, id: string, body: object, headers: Record<string, string> = {}) =>
+  p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${id}/actions`, headers: { ...bearer(key), 'content-type': 'application/json', ...headers }, payload: body });
+const get = (key: string, url: string) => p.t.inject({ method: 'GET', url, headers: bearer(key) });
+const contract = async (s: InstalledShop, id = s.contractIds[0]) => (await get(s.key, `/api/v1/subscription-contracts/${id}`)).json().contract;
+const events = async (s: InstalledShop, id = s.contractIds[0]) =>
+  (await get(s.key, `/api/v1/subscription-contracts/${id}/events`)).json().events as { type: string; actor: { type: string } }[];
+const count = async (sql: string, params: unknown[]) => (await p.t.ctx.db.withSession((run) => run<{ n: number }>(sql, params)))[0].n;
+
+describe('a platform that refuses, fails or throttles changes nothing', () => {
+  it('a contract terminated on the platform (its webhook lost) is 409 invalid_state, with the platform’s reason', async () => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.webhooks.fault({ mode: 'drop' }, { count: 1 });
+    p.standIn.platform.cancel(s.domain, s.contractIds[0]);
+    await p.settle();
+    const res = await act(s.key, s.contractIds[0], { action: 'pause' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.code).toBe('invalid_state');
+    expect(res.json().error.message).toMatch(/platform says/);
+    expect(await events(s)).toEqual([]);
+  });
+
+  it('any other userError is 422 platform_rejected carrying the platform’s message', async () => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.faults.userError({ mutation: 'subscriptionContractSetNextBillingDate', message: 'Date is too far in the future', code: 'INVALID' }, { shop: s.domain });
+    const date = new Date(p.clock.now().getTime() + 10 * 86_400_000).toISOString();
+    const res = await act(s.key, s.contractIds[0], { action: 'reschedule', nextBillingDate: date });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'platform_rejected', message: expect.stringContaining('Date is too far in the future') });
+    expect((await contract(s)).nextBillingDate).not.toBe(date);
+    expect(await events(s)).toEqual([]);
+  });
+
+  it.each([
+    ['a 503', { kind: 'error', status: 503 }],
+    ['a 500', { kind: 'error', status: 500 }],
+    ['no answer in time', { kind: 'hang' }],
+  ] as const)('%s is 503 platform_unavailable with Retry-After, and nothing changes', async (_label, fault) => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.faults.add(fault as never, { operation: 'subscriptionContractPause', shop: s.domain });
+    const res = await act(s.key, s.contractIds[0], { action: 'pause' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('platform_unavailable');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await contract(s)).status).toBe('ACTIVE');
+    expect(p.standIn.contract(s.domain, s.contractIds[0]).status).toBe('ACTIVE');
+    expect(await events(s)).toEqual([]);
+  });
+
+  it('a throttled shop waits for the restore rate and succeeds; throttling past the 5 s budget is 503', async () => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.throttle(s.domain);
+    const waited = await act(s.key, s.contractIds[0], { action: 'pause' });
+    expect(waited.statusCode).toBe(200);
+    expect(p.standIn.requests.some((r) => r.shop === s.domain && JSON.stringify(r.response ?? '').includes('THROTTLED'))).toBe(true);
+
+    p.standIn.costs.costByOperation.SvcActivate = 900;
+    p.standIn.throttle(s.domain);
+    const started = Date.now();
+    const refused = await act(s.key, s.contractIds[0], { action: 'resume' });
+    delete p.standIn.costs.costByOperation.SvcActivate;
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json().error.code).toBe('platform_unavailable');
+    expect(Date.now() - started).toBeLessThan(5500);
+    expect(p.standIn.contract(s.domain, s.contractIds[0]).status).toBe('PAUSED');
+  });
+
+  it('a platform success whose answer was lost is retried successfully, with one event', async () => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.webhooks.fault({ mode: 'hold' }, { shop: s.domain });
+    p.standIn.faults.add({ kind: 'hangup' }, { operation: 'subscriptionContractPause', shop: s.domain, when: 'after' });
+    const lost = await act(s.key, s.contractIds[0], { action: 'pause' }, { 'idempotency-key': 'lost-answer-1' });
+    expect(lost.statusCode).toBe(503);
+    expect(p.standIn.contract(s.domain, s.contractIds[0]).status).toBe('PAUSED');
+    expect((await contract(s)).status).toBe('ACTIVE');
+    const retried = await act(s.key, s.contractIds[0], { action: 'pause' }, { 'idempotency-key': 'lost-answer-1' });
+    expect(retried.statusCode).toBe(200);
+    expect(retried.json().contract.status).toBe('PAUSED');
+    p.standIn.webhooks.clearFaults();
+    p.standIn.webhooks.release();
+    await p.settle();
+    expect((await events(s)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.paused:api_key']);
+  });
+});
+
+describe('webhooks in', () => {
+  const post = (body: string, headers: Record<string, string>) =>
+    fetch(`${p.base}/webhooks/shopify`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const sign = (body: string) => createHmac('sha256', TEST_CREDENTIALS.secret).update(body).digest('base64');
+
+  it('a bad or missing HMAC is 401 and stores nothing; a good one is stored before the 200, once per webhook id', async () => {
+    const body = JSON.stringify({ admin_graphql_api_id: 'gid://shopify/SubscriptionContract/1', id: 1 });
+    const headers = { 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': 'hmac-test-1' };
+    for (const hmac of [undefined, 'bm90IGEgc2lnbmF0dXJl', sign(body + ' ')]) {
+      const res = await post(body, { ...headers, ...(hmac ? { 'x-shopify-hmac-sha256': hmac } : {}) });
+      expect(res.status).toBe(401);
+      expect((await res.json()).error.code).toBe('unauthorized');
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = $1`, ['hmac-test-1'])).toBe(0);
+    const ok = await post(body, { ...headers, 'x-shopify-hmac-sha256': sign(body) });
+    expect(ok.status).toBe(200);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = $1 AND processed_at IS NULL`, ['hmac-test-1'])).toBe(1);
+    const again = await post(body, { ...headers, 'x-shopify-hmac-sha256': sign(body) });
+    expect(await again.json()).toEqual({ received: true, duplicate: true });
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = $1`, ['hmac-test-1'])).toBe(1);
+  });
+
+  it('a signed webhook without its headers, or with a body that is not JSON, is 400, not 500', async () => {
+    const res = await post('{', { 'x-shopify-topic': 't', 'x-shopify-shop-domain': 'x.myshopify.com', 'x-shopify-webhook-id': 'bad-json', 'x-shopify-hmac-sha256': sign('{') });
+    expect(res.status).toBe(400);
+    const noTopic = await post('{}', { 'x-shopify-hmac-sha256': sign('{}') });
+    expect(noTopic.status).toBe(400);
+  });
+
+  it('out of order and late deliveries end with the mirror at the platform’s latest state', async () => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    p.standIn.webhooks.fault({ mode: 'hold' }, { shop: s.domain });
+    p.standIn.platform.pause(s.domain, id);
+    p.clock.advance(1000);
+    p.standIn.platform.activate(s.domain, id);
+    p.clock.advance(1000);
+    p.standIn.platform.cancel(s.domain, id);
+    p.standIn.webhooks.clearFaults();
+    p.standIn.webhooks.release(); // newest first
+    await p.settle();
+    expect((await contract(s)).status).toBe('CANCELLED');
+    // Each signal re-reads the contract: the first processed already saw CANCELLED, the rest were older or equal.
+    expect((await events(s)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.cancelled:platform']);
+  });
+
+  it('a webhook that never came is caught by one reconciliation sweep', async () => {
+    const s = await p.install({ contracts: 2 });
+    p.standIn.webhooks.fault({ mode: 'drop' }, { shop: s.domain, count: 10 });
+    p.clock.advance(2000);
+    p.standIn.platform.pause(s.domain, s.contractIds[1]);
+    p.standIn.platform.update(s.domain, s.contractIds[0], { lines: [{ title: 'Tea 500g', quantity: 3 }] });
+    await p.settle();
+    expect((await contract(s, s.contractIds[1])).status).toBe('ACTIVE');
+    const report = await p.t.shopify!.reconciler.syncShop({ id: s.shopId, domain: s.domain });
+    expect(report).toMatchObject({ changed: 2 });
+    expect((await contract(s, s.contractIds[1])).status).toBe('PAUSED');
+    expect((await contract(s, s.contractIds[0])).lines[0]).toMatchObject({ title: 'Tea 500g', quantity: 3 });
+    expect((await events(s, s.contractIds[0])).map((e) => e.type)).toEqual(['contract.updated']);
+  });
+});
+
+describe('plan, uninstall and privacy', () => {
+  it('“Upgrade to Enterprise” creates the subscription; approving it turns API access on', async () => {
+    const s = await p.install({ contracts: 1, plan: 'basic' });
+    expect((await get(s.key, '/api/v1/subscription-contracts')).statusCode).toBe(403);
+    const token = p.standIn.sessionToken(s.domain);
+    const up = await p.t.inject({ method: 'POST', url: '/admin/api/billing/upgrade', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: {} });
+    expect(up.statusCode).toBe(200);
+    expect(up.json().confirmationUrl).toContain(s.domain);
+    const [created] = p.standIn.calls('appSubscriptionCreate', s.domain);
+    expect(created.args).toMatchObject({ name: 'Enterprise', test: true });
+    p.standIn.approveAppSubscription(s.domain);
+    await p.settle();
+    expect((await get(s.key, '/api/v1/subscription-contracts')).statusCode).toBe(200);
+  });
+
+  it('app/uninstalled: keys answer 403 app_not_installed; reinstalling restores them', async () => {
+    const s = await p.install({ contracts: 1 });
+    p.standIn.uninstall(s.domain);
+    await p.settle();
+    const res = await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`);
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('app_not_installed');
+    const row = await p.t.shopify!.installer.installation(s.shopId);
+    expect(row?.accessToken).toBeNull();
+    p.standIn.install(s.domain);
+    await p.openAdmin(s.domain);
+    // Reinstalling brings the keys back; the plan follows the app subscriptions again (the operator's override here).
+    await p.t.inject({ method: 'GET', url: '/admin/api/shop', headers: { authorization: `Bearer ${p.standIn.sessionToken(s.domain)}` } });
+    const { setShopPlan } = await import('../src/services/shops.js');
+    await setShopPlan({ ctx: p.t.ctx, input: { domain: s.domain, plan: 'enterprise' } });
+    expect((await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`)).statusCode).toBe(200);
+  });
+
+  it('customers/redact erases the customer’s email from the mirror, stored deliveries and recorded results', async () => {
+    const s = await p.install({ contracts: 2 });
+    const platformContract = p.standIn.contract(s.domain, s.contractIds[0]);
+    const email = platformContract.customer.email;
+    await act(s.key, s.contractIds[0], { action: 'pause' }, { 'idempotency-key': 'redact-1' });
+    p.standIn.sendCompliance(s.domain, 'customers/redact', { customer: platformContract.customer });
+    await p.settle();
+    expect((await contract(s)).customer.email).toBe('');
+    expect(await count(`SELECT count(*)::int AS n FROM idempotency_keys WHERE shop_id = $1 AND result::text LIKE $2`, [s.shopId, `%${email}%`])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM subscription_contracts WHERE customer_email = $1`, [email])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE payload::text LIKE $1`, [`%${email}%`])).toBe(0);
+  });
+
+  it('shop/redact deletes every row of the shop', async () => {
+    const s = await p.install({ contracts: 2 });
+    await act(s.key, s.contractIds[0], { action: 'pause' });
+    p.standIn.sendCompliance(s.domain, 'shop/redact');
+    await p.settle();
+    for (const table of ['subscription_contracts', 'contract_events', 'api_keys', 'webhook_endpoints', 'webhook_deliveries', 'idempotency_keys', 'platform_installations']) {
+      expect(await count(`SELECT count(*)::int AS n FROM ${table} WHERE shop_id = $1`, [s.shopId]), table).toBe(0);
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM shops WHERE domain = $1`, [s.domain])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1`, [s.domain])).toBe(0);
+  });
+});
+
+describe('scheduled resume', () => {
+  it('calls activate exactly once with two sweepers at once, and records one scheduler event', async () => {
+    const { ResumeSweep } = await import('../src/workers/resumeSweep.js');
+    const s = await p.install({ contracts: 1 });
+    const resumeAt = new Date(p.clock.now().getTime() + 60_000).toISOString();
+    expect((await act(s.key, s.contractIds[0], { action: 'pause', resumeAt })).statusCode).toBe(200);
+    p.clock.advance(61_000);
+    const before = p.standIn.calls('subscriptionContractActivate', s.domain).length;
+    await Promise.all([new ResumeSweep(p.t.ctx, { intervalMs: 1000 }).tick(), new ResumeSweep(p.t.ctx, { intervalMs: 1000 }).tick()]);
+    expect(p.standIn.calls('subscriptionContractActivate', s.domain).length - before).toBe(1);
+    expect(p.standIn.contract(s.domain, s.contractIds[0]).status).toBe('ACTIVE');
+    await p.settle();
+    expect((await events(s)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.resumed:scheduler', 'contract.paused:api_key']);
+  });
+});

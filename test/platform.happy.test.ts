@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_DOCUMENTS, BULK_CONTRACTS_QUERY } from '../src/platform/shopify/documents.js';
+import { WEBHOOK_TOPICS } from '../src/platform/shopify/install.js';
+import { bearer } from './support/app.js';
+import { startPlatform, type PlatformHarness } from './support/platform.js';
+import { validateAgainstAdminSchema } from './support/shopify/index.js';
+
+let p: PlatformHarness;
+beforeAll(async () => {
+  p = await startPlatform();
+});
+afterAll(async () => {
+  await p?.close();
+});
+
+const act = (key: string, id: string, body: object) =>
+  p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${id}/actions`, headers: { ...bearer(key), 'content-type': 'application/json' }, payload: body });
+const get = (key: string, url: string) => p.t.inject({ method: 'GET', url, headers: bearer(key) });
+const history = async (key: string, id: string) => (await get(key, `/api/v1/subscription-contracts/${id}/events`)).json().events as { type: string; actor: { type: string } }[];
+
+describe('documents', () => {
+  it('every document svc sends is valid against the platform’s Admin schema (2026-10), without deprecated fields', () => {
+    for (const [name, document] of Object.entries({ ...ALL_DOCUMENTS, BULK_CONTRACTS_QUERY })) {
+      expect(validateAgainstAdminSchema(document, { noDeprecated: true }), name).toEqual([]);
+    }
+  });
+});
+
+describe('install', () => {
+  it('exchanges the first session token, stores the token encrypted, registers every webhook once, and imports the contracts', async () => {
+    const shop = await p.install({ contracts: 7 });
+    const installation = await p.t.shopify!.installer.installation(shop.shopId);
+    expect(installation?.importStatus).toBe('completed');
+    expect(installation?.importDone).toBe(7);
+    const live = p.standIn.tokens.liveAccessTokens(shop.domain);
+    expect(live.length).toBeGreaterThan(0);
+    for (const token of live) expect(installation!.accessToken).not.toContain(token);
+    expect(installation!.accessToken).toMatch(/^v1\./);
+    const topics = p.standIn.shop(shop.domain).webhookSubscriptions.map((s) => s.topic).sort();
+    expect(topics).toEqual([...WEBHOOK_TOPICS].sort());
+    // Opening the admin again registers nothing twice.
+    await p.openAdmin(shop.domain);
+    expect(p.standIn.shop(shop.domain).webhookSubscriptions).toHaveLength(WEBHOOK_TOPICS.length);
+
+    const list = (await get(shop.key, '/api/v1/subscription-contracts?limit=100')).json();
+    expect(list.contracts.map((c: { id: string }) => c.id).sort()).toEqual([...shop.contractIds].sort());
+    const platform = p.standIn.contract(shop.domain, shop.contractIds[0]);
+    const mirror = list.contracts.find((c: { id: string }) => c.id === shop.contractIds[0]);
+    expect(mirror.status).toBe(platform.status);
+    expect(mirror.customer.email).toBe(platform.customer.email);
+    expect(mirror.lines[0].title).toBe(platform.lines[0].title);
+    expect(Date.parse(mirror.nextBillingDate)).toBe(platform.nextBillingDate!.getTime());
+  });
+
+  it('a large shop is imported with a bulk operation, every line of every contract included', async () => {
+    const shop = await p.install({ contracts: 260 });
+    const installation = await p.t.shopify!.installer.installation(shop.shopId);
+    expect(installation).toMatchObject({ importStatus: 'completed', importMode: 'bulk', importDone: 260, importTotal: 260 });
+    expect(p.standIn.calls('bulkOperationRunQuery', shop.domain)).toHaveLength(1);
+    const n = await p.t.ctx.db.withSession((run) => run<{ n: number }>(`SELECT count(*)::int AS n FROM subscription_contracts WHERE shop_id = $1`, [shop.shopId]));
+    expect(n[0].n).toBe(260);
+    const last = shop.contractIds.at(-1)!;
+    const mirror = (await get(shop.key, `/api/v1/subscription-contracts/${last}`)).json().contract;
+    expect(mirror.lines.map((l: { title: string }) => l.title)).toEqual(p.standIn.contract(shop.domain, last).lines.map((l) => l.title));
+  });
+
+  it('the admin screen shows the import and the mode', async () => {
+    const shop = await p.install({ contracts: 2 });
+    const res = await p.t.inject({ method: 'GET', url: '/admin/api/shop', headers: { authorization: `Bearer ${p.standIn.sessionToken(shop.domain)}` } });
+    expect(res.json().platform).toMatchObject({ mode: 'shopify', import: { status: 'completed', imported: 2, mode: 'paged' } });
+  });
+});
+
+describe('actions change the platform first', () => {
+  it('pause, resume, skip, reschedule and cancel send the right mutation with the right variables, then record one event each', async () => {
+    const shop = await p.install({ contracts: 1 });
+    const id = shop.contractIds[0];
+    const gid = `gid://shopify/SubscriptionContract/${id}`;
+    const before = p.standIn.requests.length;
+
+    expect((await act(shop.key, id, { action: 'pause' })).statusCode).toBe(200);
+    expect(p.standIn.contract(shop.domain, id).status).toBe('PAUSED');
+    expect((await act(shop.key, id, { action: 'resume' })).statusCode).toBe(200);
+    expect(p.standIn.contract(shop.domain, id).status).toBe('ACTIVE');
+
+    const nbd = p.standIn.contract(shop.domain, id).nextBillingDate!;
+    const skipped = await act(shop.key, id, { action: 'skip' });
+    expect(skipped.statusCode).toBe(200);
+    const afterSkip = p.standIn.contract(shop.domain, id).nextBillingDate!;
+    expect(afterSkip.getTime()).toBeGreaterThan(nbd.getTime());
+    expect(Date.parse(skipped.json().contract.nextBillingDate)).toBe(afterSkip.getTime());
+
+    const date = new Date(p.clock.now().getTime() + 40 * 86_400_000);
+    date.setUTCMilliseconds(0);
+    expect((await act(shop.key, id, { action: 'reschedule', nextBillingDate: date.toISOString() })).statusCode).toBe(200);
+    expect(p.standIn.contract(shop.domain, id).nextBillingDate!.getTime()).toBe(date.getTime());
+
+    expect((await act(shop.key, id, { action: 'cancel', reason: 'moving' })).statusCode).toBe(200);
+    expect(p.standIn.contract(shop.domain, id).status).toBe('CANCELLED');
+
+    const calls = p.standIn.requests.slice(before).flatMap((r) => r.rootCalls ?? []);
+    const names = calls.map((c) => c.field);
+    expect(names).toEqual([
+      'subscriptionContractPause',
+      'subscriptionContractActivate',
+      'subscriptionBillingCycleSkip',
+      'subscriptionBillingCycle',
+      'subscriptionContractSetNextBillingDate',
+      'subscriptionContractSetNextBillingDate',
+      'subscriptionContractCancel',
+    ]);
+    expect(calls[0].args).toEqual({ subscriptionContractId: gid });
+    expect(calls[2].args).toMatchObject({ billingCycleInput: { contractId: gid, selector: { date: nbd.toISOString() } } });
+    expect(calls[5].args).toMatchObject({ contractId: gid });
+
+    // The platform's own webhooks for those changes are echoes: no second event.
+    await p.settle();
+    const events = await history(shop.key, id);
+    expect(events.map((e) => e.type).reverse()).toEqual(['contract.paused', 'contract.resumed', 'contract.skipped', 'contract.rescheduled', 'contract.cancelled']);
+    expect(events.every((e) => e.actor.type === 'api_key')).toBe(true);
+  });
+});
+
+describe('an action’s answer carries the platform’s other changes', () => {
+  it('lines edited on the platform just before a pause reach the mirror with the pause, as a platform contract.updated', async () => {
+    const shop = await p.install({ contracts: 1 });
+    const id = shop.contractIds[0];
+    p.standIn.webhooks.fault({ mode: 'drop' }, { shop: shop.domain, count: 10 });
+    p.standIn.platform.update(shop.domain, id, { lines: [{ title: 'Coffee 1kg', quantity: 5 }] });
+    const res = await act(shop.key, id, { action: 'pause' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().contract.lines[0]).toMatchObject({ title: 'Coffee 1kg', quantity: 5 });
+    await p.settle();
+    expect((await history(shop.key, id)).map((e) => `${e.type}:${e.actor.type}`).reverse()).toEqual(['contract.paused:api_key', 'contract.updated:platform']);
+  });
+});
+
+describe('webhooks in', () => {
+  it('a change made on the platform appears with actor platform, once, even when the webhook comes twice', async () => {
+    const shop = await p.install({ contracts: 1 });
+    const id = shop.contractIds[0];
+    p.standIn.webhooks.fault({ mode: 'twice' }, { count: 1 });
+    p.standIn.platform.pause(shop.domain, id);
+    await p.settle();
+    const contract = (await get(shop.key, `/api/v1/subscription-contracts/${id}`)).json().contract;
+    expect(contract.status).toBe('PAUSED');
+    const events = await history(shop.key, id);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'contract.paused', actor: { type: 'platform' } });
+  });
+
+  it('a contract created on the platform is imported with contract.created', async () => {
+    const shop = await p.install({ contracts: 0 });
+    const c = p.standIn.createContract(shop.domain);
+    await p.settle();
+    const res = await get(shop.key, `/api/v1/subscription-contracts/${c.id}`);
+    expect(res.statusCode).toBe(200);
+    expect((await history(shop.key, String(c.id))).map((e) => e.type)).toEqual(['contract.created']);
+  });
+});
