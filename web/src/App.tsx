@@ -9,6 +9,7 @@ import { ContractsPage } from './pages/ContractsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
+import { WebhooksPage } from './pages/WebhooksPage';
 import { navigate, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
@@ -55,6 +56,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
 
   let page;
   if (path === ROUTES.api || path === '/admin') page = <ApiPage />;
+  else if (path === ROUTES.webhooks) page = <WebhooksPage />;
   else if (path === ROUTES.settings) page = <SettingsPage />;
   else if (path === ROUTES.contracts) page = <ContractsPage />;
   else page = <NotFoundPage />;
@@ -69,6 +71,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
           <a href="/admin" rel="home">Home</a>,
           <a href={ROUTES.contracts}>Contracts</a>,
           <a href={ROUTES.api}>Settings → API</a>,
+          <a href={ROUTES.webhooks}>Settings → Webhooks</a>,
         )}
         {page}
       </Frame>
@@ -98,7 +101,10 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
             url: ROUTES.settings,
             icon: SettingsIcon,
             selected: path.startsWith(ROUTES.settings),
-            subNavigationItems: [{ label: 'API', url: ROUTES.api, matches: path === ROUTES.api }],
+            subNavigationItems: [
+              { label: 'API', url: ROUTES.api, matches: path === ROUTES.api },
+              { label: 'Webhooks', url: ROUTES.webhooks, matches: path === ROUTES.webhooks },
+            ],
           },
         ]}
       />

@@ -1,11 +1,24 @@
 import type { Session } from './auth';
 
-/** Shapes of the admin JSON API (src/http/admin/routes.ts). */
+/** Shapes of the admin JSON API (src/http/admin/routes.ts and webhookRoutes.ts). */
 export type ApiAccessReason = 'enterprise' | 'free_period' | 'plan_required';
 export type ShopInfo = {
   shop: { domain: string; plan: string; apiAccess: { allowed: boolean; reason: ApiAccessReason; freePeriodEndsAt: string | null } };
   limits: { maxActiveKeys: number };
+  platform: PlatformInfo;
 };
+/** Platform mode (PRODUCT §9): the install's import of the shop's contracts, and whether the shop can upgrade itself. */
+export type ImportStatus = 'pending' | 'running' | 'completed' | 'failed';
+export type ImportProgress = {
+  status: ImportStatus;
+  mode: 'paged' | 'bulk' | null;
+  imported: number;
+  total: number | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+};
+export type PlatformInfo = { mode: 'standalone' | 'shopify'; import: ImportProgress | null; canUpgrade: boolean };
 export type KeyAccess = 'read_write' | 'read_only';
 export type ApiKey = {
   id: string;
@@ -37,11 +50,47 @@ export type ContractEvent = {
   id: string;
   type: string;
   at: string;
-  actor: { type: 'api_key' | 'mcp' | 'admin' | 'scheduler'; keyFingerprint?: string };
+  actor: { type: 'api_key' | 'mcp' | 'admin' | 'scheduler' | 'platform'; keyFingerprint?: string };
   from: ContractStatus;
   to: ContractStatus;
   data: Record<string, unknown>;
 };
+/** Webhooks out (PRODUCT §10; src/domain/webhooks.ts). */
+export type WebhookEndpointStatus = 'enabled' | 'disabled';
+export type WebhookDisabledReason = 'manual' | 'gone' | 'failing';
+export type WebhookEndpoint = {
+  id: string;
+  url: string;
+  description: string | null;
+  /** Event types, or ['*'] for every one. */
+  events: string[];
+  status: WebhookEndpointStatus;
+  disabledReason: WebhookDisabledReason | null;
+  createdAt: string;
+  updatedAt: string;
+};
+export type WebhookEndpointInput = { url: string; description?: string | null; events: string[] };
+export type WebhookEndpointPatch = Partial<WebhookEndpointInput> & { status?: WebhookEndpointStatus };
+/** What failed while a disabled endpoint was failing: offered for resending when it is enabled again. */
+export type WebhookResendable = { count: number; since: string };
+export type WebhookAttempt = { at: string; statusCode: number | null; durationMs: number; error: string | null; responseBody: string | null };
+export type WebhookDeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
+export type WebhookDelivery = {
+  id: string;
+  webhookId: string;
+  type: string;
+  contractId: string | null;
+  eventId: string | null;
+  version: number | null;
+  test: boolean;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+  attemptLog: WebhookAttempt[];
+};
+export type ErrorDetail = { path: string; message: string };
 
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
 export class ApiError extends Error {
@@ -50,6 +99,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly requestId: string | null,
+    /** Validation failures field by field (the envelope's `details`), for showing each on its field. */
+    readonly details: ErrorDetail[] = [],
   ) {
     super(message);
     this.name = 'ApiError';
@@ -58,21 +109,35 @@ export class ApiError extends Error {
 
 export type AdminApi = {
   shop(): Promise<ShopInfo>;
+  /** Platform mode: creates the Enterprise app subscription; the merchant approves it on the platform's page. */
+  upgrade(): Promise<{ confirmationUrl: string }>;
   keys(): Promise<KeyList>;
   generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
   contracts(q: { status?: ContractStatus; cursor?: string; limit?: number }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
+  webhookEndpoints(): Promise<{ endpoints: WebhookEndpoint[] }>;
+  webhookEndpoint(id: string): Promise<{ endpoint: WebhookEndpoint }>;
+  createWebhookEndpoint(input: WebhookEndpointInput): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  updateWebhookEndpoint(id: string, patch: WebhookEndpointPatch): Promise<{ endpoint: WebhookEndpoint; resendable?: WebhookResendable }>;
+  deleteWebhookEndpoint(id: string): Promise<void>;
+  revealWebhookSecret(id: string): Promise<{ secret: string; previousSecretExpiresAt: string | null }>;
+  rotateWebhookSecret(id: string): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  sendTestWebhook(id: string, type: string): Promise<{ delivery: WebhookDelivery }>;
+  webhookDeliveries(id: string, q: { cursor?: string; limit?: number }): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }>;
+  resendWebhookDelivery(id: string, deliveryId: string): Promise<{ delivery: WebhookDelivery }>;
+  resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
 };
 
 const BASE = `${import.meta.env.BASE_URL}api`;
+const endpointPath = (id: string) => `/webhook-endpoints/${encodeURIComponent(id)}`;
 
 /**
  * The one way the page talks to the server. A token is obtained before every call and none leaves without one;
  * a 401 means the session is over, which `onUnauthorized` turns into the "get a new link" page.
  */
 export function createAdminApi(session: Session, onUnauthorized: (err: ApiError) => void): AdminApi {
-  async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
     let token: string;
     try {
       token = await session.getToken();
@@ -88,7 +153,9 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     } catch {
       throw new ApiError(0, 'network_error', 'Could not reach the service. Check the connection and try again.', null);
     }
-    const payload = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string; requestId?: string } } | null;
+    // 204 (a delete) has no body to read.
+    if (res.status === 204) return undefined as T;
+    const payload = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string; requestId?: string; details?: ErrorDetail[] } } | null;
     if (!res.ok) {
       const e = payload?.error;
       const err = new ApiError(
@@ -96,6 +163,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
         e?.code ?? 'http_error',
         e?.message ?? `The service answered HTTP ${res.status}.`,
         e?.requestId ?? res.headers.get('x-request-id'),
+        Array.isArray(e?.details) ? e.details : [],
       );
       if (res.status === 401) onUnauthorized(err);
       throw err;
@@ -106,6 +174,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
 
   return {
     shop: () => call('GET', '/shop'),
+    upgrade: () => call('POST', '/billing/upgrade', {}),
     keys: () => call('GET', '/keys'),
     generateKey: (name, access) => call('POST', '/keys', name ? { name, access } : { access }),
     revokeKey: (id) => call('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
@@ -117,5 +186,20 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
       return call('GET', `/contracts?${params}`);
     },
     events: (id, cursor) => call('GET', `/contracts/${encodeURIComponent(id)}/events${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
+    webhookEndpoints: () => call('GET', '/webhook-endpoints'),
+    webhookEndpoint: (id) => call('GET', endpointPath(id)),
+    createWebhookEndpoint: (input) => call('POST', '/webhook-endpoints', input),
+    updateWebhookEndpoint: (id, patch) => call('PATCH', endpointPath(id), patch),
+    deleteWebhookEndpoint: (id) => call('DELETE', endpointPath(id)),
+    revealWebhookSecret: (id) => call('GET', `${endpointPath(id)}/secret`),
+    rotateWebhookSecret: (id) => call('POST', `${endpointPath(id)}/rotate-secret`, {}),
+    sendTestWebhook: (id, type) => call('POST', `${endpointPath(id)}/test`, { type }),
+    webhookDeliveries: (id, q) => {
+      const params = new URLSearchParams({ limit: String(q.limit ?? 20) });
+      if (q.cursor) params.set('cursor', q.cursor);
+      return call('GET', `${endpointPath(id)}/deliveries?${params}`);
+    },
+    resendWebhookDelivery: (id, deliveryId) => call('POST', `${endpointPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/resend`, {}),
+    resendFailedWebhookDeliveries: (id, since) => call('POST', `${endpointPath(id)}/resend-failed`, { since }),
   };
 }

@@ -37,11 +37,26 @@ const EVENT_LABEL: Record<string, string> = {
   'contract.cancelled': 'Cancelled',
   'contract.skipped': 'Next order skipped',
   'contract.rescheduled': 'Next billing date changed',
+  // Platform mode: changes made on the platform, outside svc (PRODUCT §9).
+  'contract.created': 'Created',
+  'contract.updated': 'Updated',
+  'contract.expired': 'Expired',
+  'contract.failed': 'Failed',
+};
+
+const CHANGED_FIELD: Record<string, string> = {
+  nextBillingDate: 'next billing date',
+  lines: 'products',
+  billingPolicy: 'billing frequency',
+  customer: 'customer',
 };
 
 export const eventLabel = (type: string) => EVENT_LABEL[type] ?? type;
 
-/** Who did it, in the merchant's words: which key (by fingerprint), the IDE tools, the automatic resume, or staff. */
+/**
+ * Who did it, in the merchant's words: which key (by fingerprint), the IDE tools, the automatic resume, staff, or
+ * the platform (a change made in Shopify itself: the Shopify admin, the customer's account, another app).
+ */
 export function actorLabel(actor: ContractEvent['actor']): string {
   const fp = actor.keyFingerprint ? ` ${actor.keyFingerprint}` : '';
   switch (actor.type) {
@@ -53,6 +68,8 @@ export function actorLabel(actor: ContractEvent['actor']): string {
       return 'Scheduler (automatic resume)';
     case 'admin':
       return 'Admin';
+    case 'platform':
+      return 'Platform (changed in Shopify, not through this app)';
     default:
       return String((actor as { type: string }).type);
   }
@@ -62,11 +79,17 @@ export function actorLabel(actor: ContractEvent['actor']): string {
 export function eventDetails(e: ContractEvent): string[] {
   const out: string[] = [];
   const d = e.data ?? {};
+  // A change on the platform names what changed; the next billing date has its own detail below.
+  const changed = Array.isArray(d.changed) ? d.changed.map(String).filter((f) => f !== 'nextBillingDate' || typeof d.nextBillingDate !== 'string') : [];
+  if (changed.length) out.push(`Changed: ${changed.map((f) => CHANGED_FIELD[f] ?? f).join(', ')}`);
   if (typeof d.resumeAt === 'string') out.push(`Resumes ${formatDateTime(d.resumeAt)}`);
   else if (e.type === 'contract.paused' || e.type === 'contract.pause_updated') {
     if ('resumeAt' in d && d.resumeAt === null) out.push('Paused until resumed');
   }
-  if (typeof d.nextBillingDate === 'string') out.push(`Next billing ${formatDateTime(d.nextBillingDate)}`);
+  if (typeof d.nextBillingDate === 'string') {
+    const before = typeof d.previousNextBillingDate === 'string' ? `${formatDateTime(d.previousNextBillingDate)} → ` : '';
+    out.push(`Next billing ${before}${formatDateTime(d.nextBillingDate)}`);
+  }
   if (typeof d.reason === 'string' && d.reason) out.push(`Reason: ${d.reason}`);
   if (e.from !== e.to) out.push(`${STATUS_LABEL[e.from] ?? e.from} → ${STATUS_LABEL[e.to] ?? e.to}`);
   return out;

@@ -1,8 +1,9 @@
 import { useEffect, useState, type AnchorHTMLAttributes, type MouseEvent, type ReactNode } from 'react';
 
-/** A tiny history router: the admin has four pages, which does not justify a routing library. */
+/** A tiny history router: the admin has five pages, which does not justify a routing library. */
 export const ROUTES = {
   api: '/admin/settings/api',
+  webhooks: '/admin/settings/webhooks',
   settings: '/admin/settings',
   contracts: '/admin/contracts',
 } as const;

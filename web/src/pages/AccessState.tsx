@@ -1,9 +1,12 @@
-import { Badge, Banner, BlockStack, Card, InlineStack, Text } from '@shopify/polaris';
+import { Badge, Banner, BlockStack, Button, Card, InlineStack, Text } from '@shopify/polaris';
 import type { ShopInfo } from '../api';
 import { formatDate, formatDateTime } from '../format';
 
-/** The shop's API access (PRODUCT §2): Enterprise, the free period with its end, or what "plan required" means. */
-export function AccessState({ info }: { info: ShopInfo }) {
+/**
+ * The shop's API access (PRODUCT §2): Enterprise, the free period with its end, or what "plan required" means. In
+ * platform mode the merchant upgrades here (PRODUCT §9); standalone, the operator sets the plan.
+ */
+export function AccessState({ info, onUpgrade, upgrading = false }: { info: ShopInfo; onUpgrade?: () => void; upgrading?: boolean }) {
   const { plan, apiAccess } = info.shop;
   if (apiAccess.reason === 'free_period' && apiAccess.freePeriodEndsAt) {
     const ends = apiAccess.freePeriodEndsAt;
@@ -19,6 +22,28 @@ export function AccessState({ info }: { info: ShopInfo }) {
             keys will be refused (403 <code>plan_required</code>) until the store moves to Enterprise, and then work
             again without any change.
           </p>
+        </BlockStack>
+      </Banner>
+    );
+  }
+  if (apiAccess.reason === 'plan_required' && info.platform?.canUpgrade && onUpgrade) {
+    return (
+      <Banner tone="warning" title="Plan required: API access needs the Enterprise plan">
+        <BlockStack gap="300">
+          <p>
+            Your store is on the <strong>{plan}</strong> plan. External API access, and the MCP server for IDEs, require
+            the Enterprise plan, so you cannot generate keys now.
+          </p>
+          <p>
+            Upgrade to Enterprise: Shopify shows you the subscription to approve, and API access turns on as soon as you
+            approve it. Keys you already have are kept; until then every request made with them is refused with 403{' '}
+            <code>plan_required</code>, and after that they work again with no further action.
+          </p>
+          <InlineStack>
+            <Button variant="primary" onClick={onUpgrade} loading={upgrading}>
+              Upgrade to Enterprise
+            </Button>
+          </InlineStack>
         </BlockStack>
       </Banner>
     );

@@ -24,11 +24,12 @@ import { GenerateKeyModal } from './GenerateKeyModal';
 import { keyLabel } from './keyLabel';
 import { KeysTable } from './KeysTable';
 import { RevokeKeyModal } from './RevokeKeyModal';
+import { UpgradeReturnBanner, useUpgrade, useUpgradeReturn } from './Upgrade';
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 const withCount = (keys: ApiKey[]): KeyList => ({ keys, activeCount: keys.filter((k) => k.status === 'active').length });
 
-/** Settings → API: access state, the keys and their limit, generate and revoke (PRODUCT §6). */
+/** Settings → API: access state (and, in platform mode, the upgrade), the keys and their limit, generate and revoke (PRODUCT §6, §9). */
 export function ApiPage() {
   const { api } = useAdminApi();
   const [shop, setShop] = useState<ShopInfo | null>(null);
@@ -45,6 +46,8 @@ export function ApiPage() {
     generateReturn.current = reasonWrap.current?.firstElementChild ? reasonWrap.current : buttonWrap.current;
   });
   const revokeReturn = useRef<HTMLElement | null>(null);
+  const upgrade = useUpgrade();
+  const upgradeReturn = useUpgradeReturn(shop, setShop);
 
   const load = useCallback(async () => {
     setLoadError(null);
@@ -129,8 +132,17 @@ export function ApiPage() {
             <ErrorBanner error={loadError} title="The API settings could not be refreshed" onDismiss={() => setLoadError(null)} />
           </Layout.Section>
         )}
+        {(upgradeReturn.state !== 'none' || upgrade.error) && (
+          <Layout.Section>
+            <BlockStack gap="400">
+              <UpgradeReturnBanner state={upgradeReturn.state} onDismiss={upgradeReturn.dismiss} onCheckAgain={upgradeReturn.checkAgain} />
+              <ErrorBanner error={upgrade.error} title="The upgrade could not be started" onDismiss={upgrade.clearError} />
+            </BlockStack>
+          </Layout.Section>
+        )}
         <Layout.Section>
-          <AccessState info={shop} />
+          {/* While an approved upgrade is being confirmed, a second one would only make another subscription to approve. */}
+          <AccessState info={shop} onUpgrade={() => void upgrade.upgrade()} upgrading={upgrade.upgrading || upgradeReturn.state === 'confirming'} />
         </Layout.Section>
         <Layout.Section>
           <Card padding="0">

@@ -1,4 +1,4 @@
-import { BlockStack, Box, Button, Collapsible, Divider, InlineStack, SkeletonBodyText, Text } from '@shopify/polaris';
+import { Badge, BlockStack, Box, Button, Collapsible, Divider, InlineStack, SkeletonBodyText, Text } from '@shopify/polaris';
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, type ContractEvent } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
@@ -7,7 +7,7 @@ import { actorLabel, eventDetails, eventLabel, formatDateTime } from '../format'
 
 /**
  * A contract's event history: what happened, when, and who did it (which key by fingerprint, MCP, the scheduler,
- * admin). Loaded when opened, so the list of contracts costs one request, not one per contract.
+ * admin, or the platform). Loaded when opened, so the list of contracts costs one request, not one per contract.
  */
 export function ContractHistory({ contractId, updatedAt }: { contractId: string; updatedAt: string }) {
   const { api } = useAdminApi();
@@ -67,9 +67,13 @@ export function ContractHistory({ contractId, updatedAt }: { contractId: string;
                   <Box paddingBlock="200">
                     <BlockStack gap="050">
                       <InlineStack gap="200" align="space-between" blockAlign="baseline">
-                        <Text as="span" fontWeight="semibold">
-                          {eventLabel(e.type)}
-                        </Text>
+                        <InlineStack gap="200" blockAlign="center">
+                          <Text as="span" fontWeight="semibold">
+                            {eventLabel(e.type)}
+                          </Text>
+                          {/* A change svc did not make stands out: the merchant did not do it here, nor did a key. */}
+                          {e.actor.type === 'platform' && <Badge tone="info">Platform</Badge>}
+                        </InlineStack>
                         <Text as="span" tone="subdued" variant="bodySm">
                           <time dateTime={e.at}>{formatDateTime(e.at)}</time>
                         </Text>

@@ -1,10 +1,11 @@
 import { Badge, BlockStack, Box, Card, InlineGrid, InlineStack, Page, Pagination, Select, SkeletonBodyText, Text } from '@shopify/polaris';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, type Contract, type ContractStatus } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { formatDateTime, intervalLabel, STATUS_LABEL, STATUS_TONE } from '../format';
 import { ContractHistory } from './ContractHistory';
+import { ImportBanner, useImportProgress } from './ImportProgress';
 
 const PAGE_SIZE = 20;
 const FILTERS: { label: string; value: '' | ContractStatus }[] = [
@@ -16,7 +17,10 @@ const FILTERS: { label: string; value: '' | ContractStatus }[] = [
   { label: 'Failed', value: 'FAILED' },
 ];
 
-/** Contracts and what happened to them, so a merchant sees what the API (or MCP, or the scheduler) did. */
+/**
+ * Contracts and what happened to them, so a merchant sees what the API (or MCP, the scheduler, the platform) did.
+ * In platform mode the install's import is shown while it runs, and the list follows it.
+ */
 export function ContractsPage() {
   const { api } = useAdminApi();
   const [status, setStatus] = useState<'' | ContractStatus>('');
@@ -42,6 +46,24 @@ export function ContractsPage() {
     void load();
   }, [load]);
 
+  const importState = useImportProgress();
+  const [importNoticeDismissed, setImportNoticeDismissed] = useState(false);
+  const progress = importState.progress;
+  const importing = progress !== null && progress.status !== 'completed';
+  // The effects below reload whatever the merchant is looking at (filter, page), without restarting on each change of it.
+  const latest = useRef({ load, data, page });
+  latest.current = { load, data, page };
+  // Once the import completes, the list shows everything it brought in.
+  useEffect(() => {
+    if (importState.finishedHere) void latest.current.load();
+  }, [importState.finishedHere]);
+  // While it runs, a first page that is not full yet fills in as contracts arrive; a full page stays put.
+  const imported = progress?.imported ?? 0;
+  useEffect(() => {
+    const { data: shown, page: at, load: reload } = latest.current;
+    if (importing && imported > 0 && at === 0 && shown && shown.contracts.length < PAGE_SIZE) void reload();
+  }, [importing, imported]);
+
   const changeStatus = (v: string) => {
     setStatus(v as '' | ContractStatus);
     setCursors([undefined]);
@@ -61,6 +83,7 @@ export function ContractsPage() {
             <Select label="Status" options={FILTERS} value={status} onChange={changeStatus} />
           </Box>
         </Card>
+        {!importNoticeDismissed && <ImportBanner state={importState} onDismiss={() => setImportNoticeDismissed(true)} />}
         <ErrorBanner error={error} title="The contracts could not be loaded" />
         {loading && !data ? (
           <Card>
@@ -70,10 +93,14 @@ export function ContractsPage() {
           <Card>
             <BlockStack gap="200" inlineAlign="center">
               <Text as="p" variant="headingSm">
-                {status ? `No ${STATUS_LABEL[status].toLowerCase()} contracts` : 'No contracts yet'}
+                {status ? `No ${STATUS_LABEL[status].toLowerCase()} contracts` : importing ? 'No contracts imported yet' : 'No contracts yet'}
               </Text>
               <Text as="p" tone="subdued" alignment="center">
-                {status ? 'Choose another status to see more contracts.' : 'Contracts appear here when customers subscribe.'}
+                {status
+                  ? 'Choose another status to see more contracts.'
+                  : importing
+                    ? 'Contracts appear here as the import brings them in from Shopify.'
+                    : 'Contracts appear here when customers subscribe.'}
               </Text>
             </BlockStack>
           </Card>

@@ -1,28 +1,48 @@
-import { BlockStack, Card, Icon, InlineStack, Link, Page, Text } from '@shopify/polaris';
-import { KeyIcon } from '@shopify/polaris-icons';
+import { BlockStack, Card, Divider, Icon, InlineStack, Link, Page, Text, type IconProps } from '@shopify/polaris';
+import { ConnectIcon, KeyIcon } from '@shopify/polaris-icons';
 import { ROUTES } from '../router';
 
-/** Settings, as the seed names the path to the API screen: Settings, then API. */
+/** Settings, as the seed names the path to its screens: Settings, then API or Webhooks. */
 export function SettingsPage() {
   return (
     <Page title="Settings">
       <Card>
-        <InlineStack gap="300" blockAlign="start" wrap={false}>
-          <div>
-            <Icon source={KeyIcon} tone="base" />
-          </div>
-          <BlockStack gap="100">
-            <Link url={ROUTES.api} removeUnderline>
-              <Text as="span" variant="headingSm">
-                API
-              </Text>
-            </Link>
-            <Text as="p" tone="subdued">
-              Generate and revoke API keys, and see whether your plan includes API access.
-            </Text>
-          </BlockStack>
-        </InlineStack>
+        <BlockStack gap="400">
+          <SettingsItem
+            icon={KeyIcon}
+            url={ROUTES.api}
+            title="API"
+            text="Generate and revoke API keys, and see whether your plan includes API access."
+          />
+          <Divider />
+          <SettingsItem
+            icon={ConnectIcon}
+            url={ROUTES.webhooks}
+            title="Webhooks"
+            text="Tell your own server when a subscription contract changes: endpoints, signing secrets and the delivery log."
+          />
+        </BlockStack>
       </Card>
     </Page>
+  );
+}
+
+function SettingsItem({ icon, url, title, text }: { icon: IconProps['source']; url: string; title: string; text: string }) {
+  return (
+    <InlineStack gap="300" blockAlign="start" wrap={false}>
+      <div>
+        <Icon source={icon} tone="base" />
+      </div>
+      <BlockStack gap="100">
+        <Link url={url} removeUnderline>
+          <Text as="span" variant="headingSm">
+            {title}
+          </Text>
+        </Link>
+        <Text as="p" tone="subdued">
+          {text}
+        </Text>
+      </BlockStack>
+    </InlineStack>
   );
 }

@@ -1,0 +1,74 @@
+import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from '../api';
+
+/**
+ * The event types an endpoint may subscribe to: WEBHOOK_EVENT_TYPES of src/domain/webhooks.ts, in its order (the
+ * browser bundle cannot import the server's domain module; the Webhooks page test checks the two lists agree).
+ */
+export const WEBHOOK_EVENT_TYPES: { type: string; help: string }[] = [
+  { type: 'contract.paused', help: 'A contract was paused.' },
+  { type: 'contract.pause_updated', help: 'A paused contract got a new resume date.' },
+  { type: 'contract.resumed', help: 'A contract was resumed, by hand or on its resume date.' },
+  { type: 'contract.cancelled', help: 'A contract was cancelled.' },
+  { type: 'contract.skipped', help: 'The next order of a contract was skipped.' },
+  { type: 'contract.rescheduled', help: 'The next billing date of a contract changed.' },
+  { type: 'contract.created', help: 'A contract was created on the platform (platform mode).' },
+  { type: 'contract.updated', help: 'A contract’s products, frequency, customer or date changed on the platform (platform mode).' },
+  { type: 'contract.expired', help: 'A contract expired (platform mode).' },
+  { type: 'contract.failed', help: 'A contract failed on the platform (platform mode).' },
+];
+
+/** The server's limit (MAX_WEBHOOK_ENDPOINTS): the admin API does not send it, so the page states it from here. */
+export const MAX_WEBHOOK_ENDPOINTS = 10;
+
+export const ALL_EVENTS = '*';
+
+export const eventsSummary = (events: string[]) => (events.includes(ALL_EVENTS) ? 'All events' : events.join(', '));
+
+/** Why an endpoint is disabled, said plainly: the merchant must know whether to fix the receiver or just enable it. */
+export function disabledReasonText(e: WebhookEndpoint): { title: string; body: string } {
+  switch (e.disabledReason) {
+    case 'gone':
+      return {
+        title: 'Disabled: the receiver answered 410 Gone',
+        body: 'Your server said this URL no longer accepts webhooks, so nothing is sent to it. Enable it again once the URL accepts deliveries.',
+      };
+    case 'failing':
+      return {
+        title: 'Disabled: every delivery failed for 5 days',
+        body: 'Your server did not accept a delivery for 5 days in a row, so sending stopped. Fix the server, then enable the endpoint: you can then resend what failed meanwhile.',
+      };
+    default:
+      return {
+        title: 'Disabled by hand',
+        body: 'Someone disabled this endpoint. Nothing is sent to it, and no deliveries are queued for it, until it is enabled again.',
+      };
+  }
+}
+
+export const DELIVERY_STATUS: Record<WebhookDeliveryStatus, { label: string; tone?: 'success' | 'critical' | 'info' | 'attention' }> = {
+  pending: { label: 'Pending', tone: 'attention' },
+  delivering: { label: 'Delivering', tone: 'info' },
+  succeeded: { label: 'Succeeded', tone: 'success' },
+  failed: { label: 'Failed', tone: 'critical' },
+};
+
+/** The receiver's last answer: its HTTP status, or why there was none. */
+export function lastAnswer(d: WebhookDelivery): string {
+  const last = d.attemptLog[d.attemptLog.length - 1];
+  if (!last) return d.status === 'pending' ? 'Not sent yet' : '—';
+  return attemptAnswer(last);
+}
+
+export function attemptAnswer(a: WebhookAttempt): string {
+  if (a.statusCode === null) return a.error ?? 'No answer';
+  const status = `HTTP ${a.statusCode}`;
+  return a.error && a.error !== status ? `${status} · ${a.error}` : status;
+}
+
+/**
+ * Attempts made: a resend starts the delivery's count again, but its log keeps every earlier attempt, which is what
+ * the merchant wants counted.
+ */
+export const attemptCount = (d: WebhookDelivery) => Math.max(d.attempts, d.attemptLog.length);
+
+export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
