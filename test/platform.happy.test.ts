@@ -149,6 +149,33 @@ describe('webhooks in', () => {
     expect(events[0]).toMatchObject({ type: 'contract.paused', actor: { type: 'platform' } });
   });
 
+  it('asks the platform only what it must: an echo is not read back, and signals are read ten contracts a request', async () => {
+    const shop = await p.install({ contracts: 12 });
+    const reads = (from: number) =>
+      p.standIn.requests.slice(from).flatMap((r) => (r.rootCalls ?? []).filter((c) => c.field === 'nodes' || c.field === 'subscriptionContract'));
+    // svc's own pause: the mirror already holds the revision the platform's webhook names.
+    expect((await act(shop.key, shop.contractIds[0], { action: 'pause' })).statusCode).toBe(200);
+    let from = p.standIn.requests.length;
+    await p.settle();
+    expect(p.standIn.webhooks.deliveries.length).toBeGreaterThan(0);
+    expect(reads(from)).toEqual([]);
+
+    // Twelve changes on the platform, two of them delivered twice: two requests, one event each.
+    p.standIn.webhooks.fault({ mode: 'twice' }, { count: 2 });
+    for (const id of shop.contractIds.slice(1)) p.standIn.platform.pause(shop.domain, id);
+    p.standIn.platform.update(shop.domain, shop.contractIds[0], { lines: [{ title: 'Tea 250g', quantity: 2 }] });
+    from = p.standIn.requests.length;
+    await p.settle();
+    const calls = reads(from);
+    expect(calls.map((c) => c.field)).toEqual(['nodes', 'nodes']);
+    expect(calls.flatMap((c) => (c.args as { ids: string[] }).ids)).toHaveLength(12);
+    for (const id of shop.contractIds.slice(1)) {
+      expect((await history(shop.key, id)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.paused:platform']);
+    }
+    const first = (await get(shop.key, `/api/v1/subscription-contracts/${shop.contractIds[0]}`)).json().contract;
+    expect(first.lines[0]).toMatchObject({ title: 'Tea 250g', quantity: 2 });
+  });
+
   it('a contract created on the platform is imported with contract.created', async () => {
     const shop = await p.install({ contracts: 0 });
     const c = p.standIn.createContract(shop.domain);

@@ -24,6 +24,14 @@ export const CONTRACT = `query SvcContract($id: ID!) {
   }
 }`;
 
+/** Up to CONTRACTS_PER_PAGE contracts by id (the inbox's re-read); one the platform no longer has is null. */
+export const CONTRACTS_BY_ID = `query SvcContractsById($ids: [ID!]!) {
+  nodes(ids: $ids) {
+    ... on SubscriptionContract {${CONTRACT_FIELDS}
+    }
+  }
+}`;
+
 export const CONTRACTS_PAGE = `query SvcContractsPage($first: Int!, $after: String, $query: String) {
   subscriptionContracts(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
     nodes {${CONTRACT_FIELDS}
@@ -106,6 +114,7 @@ export const BULK_OPERATION = `query SvcBulkOperation($id: ID!) {
 }`;
 export const ALL_DOCUMENTS = {
   CONTRACT,
+  CONTRACTS_BY_ID,
   CONTRACTS_PAGE,
   PAUSE,
   ACTIVATE,

@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { inArray } from 'drizzle-orm';
 import { shops } from '../../db/schema.js';
 import { ServiceError } from '../../domain/errors.js';
 import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
-import { contractGid, contractIdOf, mirrorFields, type PlatformContract } from './contracts.js';
+import { contractGid, contractIdOf, isNewerRevision, mirrorFields, type PlatformContract } from './contracts.js';
 import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer, eraseShop } from './privacy.js';
@@ -68,8 +68,31 @@ export type Processed = { topic: string; outcome: SyncOutcome | 'ignored' | 'don
 
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 20;
+/** Deliveries claimed per round. */
+export const INBOX_BATCH = 100;
+/** Re-reads (each of up to CONTRACTS_PER_PAGE contracts) in flight at once, each then applied contract by contract. */
+const LANES = 4;
 
-/** Processes stored deliveries: each claimed under a lease (any number of instances), retried with backoff. */
+/** The contract a signal is about, or null for any other topic. */
+function contractOf(w: Stored): string | null {
+  const p = w.payload;
+  if (w.topic.startsWith('subscription_contracts/')) return contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
+  if (w.topic.startsWith('subscription_billing_cycles/')) return idOf(p.subscription_contract_id);
+  return null;
+}
+
+/** The contract revision a subscription_contracts/* payload was sent for (a billing cycle's payload has none). */
+function revisionOf(w: Stored): string | null {
+  const r = w.payload.revision_id;
+  return w.topic.startsWith('subscription_contracts/') && (typeof r === 'string' || typeof r === 'number') && /^\d{1,20}$/.test(String(r)) ? String(r) : null;
+}
+
+/**
+ * Processes stored deliveries: claimed under a lease (any number of instances), retried with backoff. A round's
+ * contract signals are taken together: one per contract (the latest state is read, however many signals came),
+ * none where the mirror already holds the revision the payload names (a repeat, or the echo of svc's own action),
+ * and the rest read again in batches of contracts, several batches at once. Other topics follow, in order.
+ */
 export class PlatformInbox {
   constructor(
     private readonly ctx: ServiceContext,
@@ -78,7 +101,7 @@ export class PlatformInbox {
   ) {}
 
   /** One round: claims up to `limit` due deliveries, oldest first, and processes them. Returns how many. */
-  async processDue(limit = 50): Promise<number> {
+  async processDue(limit = INBOX_BATCH): Promise<number> {
     const now = this.ctx.clock.now();
     const claimed = await this.ctx.db.transaction((run) =>
       run<Stored>(
@@ -91,49 +114,133 @@ export class PlatformInbox {
         [now, new Date(now.getTime() + LEASE_MS), limit],
       ),
     );
+    if (!claimed.length) return 0;
+    const failures = new Map<Stored, unknown>();
+    const fail = (ws: Stored[], err: unknown) => ws.forEach((w) => failures.set(w, err));
+    // Contract signals first: a shop's uninstall or erasure in the same round then comes after them, as it came.
+    const signals = claimed.filter((w) => contractOf(w) !== null);
+    const shops = await this.shops([...new Set(signals.map((w) => w.shop_domain))]);
+    const units: (() => Promise<void>)[] = [];
+    for (const [domain, ws] of groupBy(signals, (w) => w.shop_domain)) {
+      const shop = shops.get(domain);
+      if (!shop) continue; // not a shop svc knows: nothing to do
+      units.push(...(await this.contractUnits(shop, ws, fail)));
+    }
+    await inLanes(units, LANES);
     for (const w of claimed) {
+      if (contractOf(w) !== null) continue;
       try {
         await this.process(w);
-        await this.ctx.db.withSession((run) =>
-          run(`UPDATE platform_webhooks SET processed_at = $2, lease_until = NULL, last_error = NULL WHERE webhook_id = $1`, [w.webhook_id, this.ctx.clock.now()]),
-        );
       } catch (err) {
-        const message = (err instanceof ServiceError ? err.message : 'unexpected error').slice(0, 500);
-        // Backoff: 5 s, 10 s, … up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
-        const delay = Math.min(600_000, 5000 * 2 ** Math.min(w.attempts - 1, 10));
-        const giveUp = w.attempts >= MAX_ATTEMPTS;
-        await this.ctx.db.withSession((run) =>
-          run(`UPDATE platform_webhooks SET lease_until = $2, last_error = $3, processed_at = $4 WHERE webhook_id = $1`, [
-            w.webhook_id,
-            new Date(this.ctx.clock.now().getTime() + delay),
-            message,
-            giveUp ? this.ctx.clock.now() : null,
-          ]),
-        );
-        if (!(err instanceof ServiceError)) throw err;
+        fail([w], err);
       }
     }
+    await this.settle(claimed, failures);
+    const unexpected = [...failures.values()].find((err) => !(err instanceof ServiceError));
+    if (unexpected) throw unexpected;
     return claimed.length;
   }
 
-  private async shop(domain: string): Promise<(ShopRef & { uninstalledAt: Date | null }) | null> {
-    const [row] = await this.ctx.db.orm.select({ id: shops.id, domain: shops.domain, uninstalledAt: shops.uninstalledAt }).from(shops).where(eq(shops.domain, domain));
-    return row ?? null;
+  /** The work for one shop's contract signals: a unit per batch of contracts to read again. */
+  private async contractUnits(shop: ShopRef, ws: Stored[], fail: (ws: Stored[], err: unknown) => void): Promise<(() => Promise<void>)[]> {
+    const byContract = groupBy(ws, (w) => contractOf(w)!);
+    const ids = [...byContract.keys()];
+    let held: Map<string, string | null>;
+    try {
+      const rows = await this.ctx.db.withSession((run) =>
+        run<{ id: string; revision: string | null }>(
+          `SELECT id::text AS id, platform_revision::text AS revision FROM subscription_contracts WHERE shop_id = $1 AND id = ANY($2::bigint[])`,
+          [shop.id, ids],
+        ),
+      );
+      held = new Map(rows.map((r) => [r.id, r.revision]));
+    } catch (err) {
+      fail(ws, err);
+      return [];
+    }
+    // A contract needs reading when any of its signals may be newer than the mirror.
+    const stale = ids.filter((id) =>
+      byContract.get(id)!.some((w) => {
+        const r = revisionOf(w);
+        const mine = held.get(id);
+        return r === null || mine === undefined || isNewerRevision(r, mine);
+      }),
+    );
+    const units: (() => Promise<void>)[] = [];
+    for (let i = 0; i < stale.length; i += doc.CONTRACTS_PER_PAGE) {
+      const chunk = stale.slice(i, i + doc.CONTRACTS_PER_PAGE);
+      units.push(async () => {
+        let found: PlatformContract[];
+        try {
+          found = await this.readContracts(shop, chunk);
+        } catch (err) {
+          return fail(chunk.flatMap((id) => byContract.get(id)!), err);
+        }
+        for (const c of found) {
+          const f = mirrorFields(c);
+          if (!f) continue;
+          try {
+            await syncContract(this.ctx, shop.id, f, { announce: true });
+          } catch (err) {
+            fail(byContract.get(f.id) ?? [], err);
+          }
+        }
+      });
+    }
+    return units;
   }
 
+  /** The platform's current state of these contracts (those it no longer has are left out). */
+  private async readContracts(shop: ShopRef, ids: string[]): Promise<PlatformContract[]> {
+    const data = await this.admin.graphql<{ nodes: (PlatformContract | Record<string, never> | null)[] }>(shop, doc.CONTRACTS_BY_ID, { ids: ids.map(contractGid) });
+    return data.nodes.filter((n): n is PlatformContract => !!n && 'revisionId' in n);
+  }
+
+  /** Marks the round done in one statement; each failure is set to be tried again later (or set aside). */
+  private async settle(claimed: Stored[], failures: Map<Stored, unknown>): Promise<void> {
+    const now = this.ctx.clock.now();
+    const done = claimed.filter((w) => !failures.has(w)).map((w) => w.webhook_id);
+    if (done.length) {
+      await this.ctx.db.withSession((run) =>
+        run(`UPDATE platform_webhooks SET processed_at = $2, lease_until = NULL, last_error = NULL WHERE webhook_id = ANY($1::text[])`, [done, now]),
+      );
+    }
+    for (const [w, err] of failures) {
+      const message = (err instanceof ServiceError ? err.message : 'unexpected error').slice(0, 500);
+      // Backoff: 5 s, 10 s, … up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
+      const delay = Math.min(600_000, 5000 * 2 ** Math.min(w.attempts - 1, 10));
+      await this.ctx.db.withSession((run) =>
+        run(`UPDATE platform_webhooks SET lease_until = $2, last_error = $3, processed_at = $4 WHERE webhook_id = $1`, [
+          w.webhook_id,
+          new Date(now.getTime() + delay),
+          message,
+          w.attempts >= MAX_ATTEMPTS ? now : null,
+        ]),
+      );
+    }
+  }
+
+  private async shops(domains: string[]): Promise<Map<string, ShopRef & { uninstalledAt: Date | null }>> {
+    if (!domains.length) return new Map();
+    const rows = await this.ctx.db.orm
+      .select({ id: shops.id, domain: shops.domain, uninstalledAt: shops.uninstalledAt })
+      .from(shops)
+      .where(inArray(shops.domain, domains));
+    return new Map(rows.map((r) => [r.domain, r]));
+  }
+
+  private async shop(domain: string): Promise<(ShopRef & { uninstalledAt: Date | null }) | null> {
+    return (await this.shops([domain])).get(domain) ?? null;
+  }
+
+  /** Processes one stored delivery on its own. */
   async process(w: Stored): Promise<Processed> {
     const shop = await this.shop(w.shop_domain);
     const p = w.payload;
     const topic = w.topic;
     if (!shop) return { topic, outcome: 'ignored' };
-    if (topic.startsWith('subscription_contracts/')) {
-      const id = contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
-      return { topic, outcome: id ? await this.resync(shop, id) : 'ignored' };
-    }
-    if (topic.startsWith('subscription_billing_cycles/')) {
-      const id = idOf(p.subscription_contract_id);
-      return { topic, outcome: id ? await this.resync(shop, id) : 'ignored' };
-    }
+    const contract = contractOf(w);
+    if (contract !== null) return { topic, outcome: await this.resync(shop, contract) };
     switch (topic) {
       case 'app/uninstalled': {
         const row = await this.installer.installation(shop.id);
@@ -197,4 +304,24 @@ function idOf(v: unknown): string | null {
     return m ? m[1] : null;
   }
   return null;
+}
+
+function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const x of xs) {
+    const k = key(x);
+    const list = out.get(k);
+    if (list) list.push(x);
+    else out.set(k, [x]);
+  }
+  return out;
+}
+
+/** Runs the units, at most `lanes` at once. */
+async function inLanes(units: (() => Promise<void>)[], lanes: number): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < units.length) await units[next++]();
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, units.length) }, lane));
 }
