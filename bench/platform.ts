@@ -135,7 +135,8 @@ async function standInProcess(): Promise<void> {
 type StandInClient = { child: ChildProcess; call<T>(method: string, ...args: unknown[]): Promise<T>; close(): void };
 
 async function startStandInProcess(): Promise<StandInClient> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 1;
   const ready = new Promise<void>((resolve, reject) => {

@@ -128,6 +128,17 @@ describe('webhooks in', () => {
     expect(noTopic.status).toBe(400);
   });
 
+  it('webhooks arriving together are each stored once, a NUL in a payload included (jsonb cannot hold one)', async () => {
+    const bodies = Array.from({ length: 8 }, (_, i) => JSON.stringify({ id: 1000 + i, note: i === 3 ? 'a\u0000b' : 'plain' }));
+    const headers = (i: number) => ({ 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': `together-${i % 6}` });
+    const answers = await Promise.all(bodies.map((b, i) => post(b, { ...headers(i), 'x-shopify-hmac-sha256': sign(b) })));
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const bodiesOf = await Promise.all(answers.map((r) => r.json()));
+    expect(bodiesOf.filter((b) => b.duplicate).length).toBe(2);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id LIKE 'together-%'`, [])).toBe(6);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'together-3' AND payload->>'note' = 'a' || chr(65533) || 'b'`, [])).toBe(1);
+  });
+
   it('out of order and late deliveries end with the mirror at the platform’s latest state', async () => {
     const s = await p.install({ contracts: 1 });
     const id = s.contractIds[0];

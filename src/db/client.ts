@@ -11,7 +11,8 @@ export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type RunSql = <T = Record<string, unknown>>(
   text: string,
   params?: unknown[],
-  opts?: { multi?: boolean },
+  /** multi: several statements, no parameters. name: a prepared statement (PostgreSQL: parsed and planned once per connection). */
+  opts?: { multi?: boolean; name?: string },
 ) => Promise<T[]>;
 
 /** Plain SQL on one connection (migrations, locks, pings). */
@@ -136,9 +137,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       let broken = false;
       try {
         await client.query('BEGIN');
-        const result = await fn(async (text, params) => {
+        const result = await fn(async (text, params, o) => {
           opts.onQuery?.(text);
-          return (await client.query(text, params ?? [])).rows;
+          return (await client.query(o?.name ? { name: o.name, text, values: params ?? [] } : { text, values: params ?? [] })).rows;
         });
         await client.query('COMMIT');
         return result;

@@ -1,4 +1,4 @@
-import type { ContractPlan, MirrorUpdate } from '../domain/changes.js';
+import type { ContractPlan } from '../domain/changes.js';
 import type { ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { toContract } from '../domain/resources.js';
@@ -46,7 +46,7 @@ export type ContractChange = {
 export type CommittedChange = { row: ContractRow; changed: boolean };
 
 // Parameters: the contracts' new states ($1–$11), their events with the contract after each ($12–$21), the
-// idempotency records ($22–$25). A change of n events moves the contract's version by n: each event has its own
+// idempotency records ($22–$25), the mirror's columns ($26–$32). A change of n events moves the contract's version by n: each event has its own
 // version (the one after it), which only grows, so a consumer can order and deduplicate by it.
 const COMMIT = `
   WITH input AS (
@@ -54,9 +54,11 @@ const COMMIT = `
     -- the lock, after this one (never two writes computed from one version).
     SELECT DISTINCT ON (id) *
       FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[],
-                  $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[])
+                  $8::timestamptz[], $9::timestamptz[], $10::text[], $11::timestamptz[],
+                  $26::numeric[], $27::timestamptz[], $28::jsonb[], $29::text[], $30::int[], $31::text[], $32::text[])
            AS x(ord, id, version, n_events, status, next_billing_date, paused_at, resume_at, cancelled_at,
-                cancellation_reason, updated_at)
+                cancellation_reason, updated_at, m_revision, m_updated_at, m_lines, m_interval, m_interval_count,
+                m_customer_id, m_customer_email)
      ORDER BY id, ord
   ), locked AS (
     -- Per input, by primary key (a locking subquery is never flattened into a join). A row this transaction
@@ -68,7 +70,13 @@ const COMMIT = `
     UPDATE subscription_contracts c
        SET status = i.status, next_billing_date = i.next_billing_date, paused_at = i.paused_at,
            resume_at = i.resume_at, cancelled_at = i.cancelled_at, cancellation_reason = i.cancellation_reason,
-           updated_at = i.updated_at, version = c.version + i.n_events
+           updated_at = i.updated_at, version = c.version + i.n_events,
+           -- The mirror's own columns (platform mode), where the plan sets them (null: as they are).
+           platform_revision = COALESCE(i.m_revision, c.platform_revision),
+           platform_updated_at = COALESCE(i.m_updated_at, c.platform_updated_at), lines = COALESCE(i.m_lines, c.lines),
+           billing_interval = COALESCE(i.m_interval, c.billing_interval),
+           billing_interval_count = COALESCE(i.m_interval_count, c.billing_interval_count),
+           customer_id = COALESCE(i.m_customer_id, c.customer_id), customer_email = COALESCE(i.m_customer_email, c.customer_email)
       FROM input i JOIN locked l ON l.id = i.id
      WHERE c.id = i.id
     RETURNING c.id, c.shop_id, c.version
@@ -99,6 +107,8 @@ const COMMIT = `
        AND k.state = 'in_progress'
   )${CONTRACT_EVENT_CONSUMERS.map((cte) => `, ${cte}`).join('')}
   SELECT i.ord FROM updated u JOIN input i ON i.id = u.id`;
+
+const COMMIT_NAME = 'svc_commit_contract_change';
 
 const LOCK = (skip: boolean) => `
   SELECT ${CONTRACT_COLUMNS} FROM subscription_contracts c
@@ -145,6 +155,13 @@ function parameters(writes: Write[]): unknown[] {
     rec((r) => r.record.keyDigest),
     rec((r) => r.record.requestId),
     rec((r) => r.result),
+    col((w) => w.plan.mirror?.platformRevision ?? null),
+    col((w) => w.plan.mirror?.platformUpdatedAt ?? null),
+    col((w) => (w.plan.mirror?.lines === undefined ? null : JSON.stringify(w.plan.mirror.lines))),
+    col((w) => w.plan.mirror?.billingInterval ?? null),
+    col((w) => w.plan.mirror?.billingIntervalCount ?? null),
+    col((w) => w.plan.mirror?.customerId ?? null),
+    col((w) => w.plan.mirror?.customerEmail ?? null),
   ];
 }
 
@@ -168,26 +185,6 @@ function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow 
   return after;
 }
 
-// The mirror's own columns (platform mode): what the platform's answer sets besides the state.
-const MIRROR_COLUMNS: Record<keyof MirrorUpdate, string> = {
-  platformRevision: 'platform_revision',
-  platformUpdatedAt: 'platform_updated_at',
-  lines: 'lines',
-  billingInterval: 'billing_interval',
-  billingIntervalCount: 'billing_interval_count',
-  customerId: 'customer_id',
-  customerEmail: 'customer_email',
-};
-
-/** Writes a plan's mirror columns, in the change's own transaction. */
-async function writeMirror(run: RunSql, contractId: string, mirror: MirrorUpdate | undefined): Promise<void> {
-  const entries = Object.entries(mirror ?? {}).filter(([, v]) => v !== undefined) as [keyof MirrorUpdate, unknown][];
-  if (!entries.length) return;
-  const sets = entries.map(([k], i) => `${MIRROR_COLUMNS[k]} = $${i + 2}${k === 'lines' ? '::jsonb' : ''}`);
-  const values = entries.map(([k, v]) => (k === 'lines' ? JSON.stringify(v) : v));
-  await run(`UPDATE subscription_contracts SET ${sets.join(', ')} WHERE id = $1`, [contractId, ...values]);
-}
-
 const writtenOrds = (rows: { ord: number }[], n: number) => {
   const out = new Array<boolean>(n).fill(false);
   for (const r of rows) out[r.ord - 1] = true;
@@ -198,14 +195,15 @@ const writtenOrds = (rows: { ord: number }[], n: number) => {
 export const optimisticWrites = perDatabase(
   (db: Database) =>
     new Batcher<Write, boolean>(
-      async (writes) => writtenOrds(await db.prepared<{ ord: number }>('svc_commit_contract_change', COMMIT, parameters(writes)), writes.length),
+      async (writes) => writtenOrds(await db.prepared<{ ord: number }>(COMMIT_NAME, COMMIT, parameters(writes)), writes.length),
       { failsEveryInput: isDatabaseUnavailable },
     ),
 );
 
 async function commitLocked(db: Database, change: ContractChange): Promise<CommittedChange | null> {
   return db.transaction(async (run: RunSql) => {
-    const [row] = await run<ContractRow>(LOCK(!!change.skipLocked), [change.contractId, change.shopId]);
+    const skip = !!change.skipLocked;
+    const [row] = await run<ContractRow>(LOCK(skip), [change.contractId, change.shopId], { name: skip ? 'svc_lock_contract_skip' : 'svc_lock_contract' });
     if (!row) {
       if (change.skipLocked) return null;
       throw new ServiceError('not_found', MESSAGES.contractNotFound);
@@ -214,9 +212,7 @@ async function commitLocked(db: Database, change: ContractChange): Promise<Commi
     const plan = await change.plan(row);
     if (!plan) return { row, changed: false };
     const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
-    // The mirror first: the events' consumers (the webhook outbox) read the contract as it is after the change.
-    await writeMirror(run, row.id, plan.mirror);
-    if (plan.events.length) await run(COMMIT, parameters([write]));
+    if (plan.events.length || plan.mirror) await run(COMMIT, parameters([write]), { name: COMMIT_NAME });
     return { row: write.after, changed: plan.events.length > 0 };
   });
 }
@@ -231,8 +227,6 @@ export async function commitContractChange(db: Database, change: ContractChange)
   if (read && change.optimistic !== false) {
     const plan = await change.plan(read);
     if (!plan) return { row: read, changed: false };
-    // The optimistic statement writes state and events only: a plan with a mirror takes the lock.
-    if (plan.mirror) return commitLocked(db, change);
     const write: Write = { after: rowAfter(read, plan, change.now), fromVersion: read.version, plan, now: change.now, record: change.record };
     if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
   }

@@ -1,5 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { inArray } from 'drizzle-orm';
+import { Batcher, perDatabase } from '../../db/batcher.js';
+import { isDatabaseUnavailable, type Database } from '../../db/client.js';
 import { shops } from '../../db/schema.js';
 import { ServiceError } from '../../domain/errors.js';
 import type { ServiceContext } from '../../services/context.js';
@@ -51,15 +53,42 @@ export async function receivePlatformWebhook(ctx: ServiceContext, secret: string
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new ServiceError('invalid_request', 'The webhook body is not a JSON object.');
   const triggered = header(w.headers, 'x-shopify-triggered-at');
   const triggeredAt = triggered && !Number.isNaN(Date.parse(triggered)) ? new Date(triggered) : null;
-  const rows = await ctx.db.withSession((run) =>
-    run(
-      `INSERT INTO platform_webhooks (webhook_id, shop_domain, topic, payload, received_at, triggered_at)
-       VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (webhook_id) DO NOTHING RETURNING webhook_id`,
-      [id, shop, topic, JSON.stringify(payload), ctx.clock.now(), triggeredAt],
-    ),
-  );
-  return { stored: rows.length > 0 };
+  // jsonb cannot hold U+0000 (JSON allows it): it is stored as U+FFFD, the payload being a signal and not a record.
+  const text = JSON.stringify(payload).replaceAll('\\u0000', '\\ufffd');
+  return { stored: await receipts(ctx.db).load({ id, shop, topic, payload: text, receivedAt: ctx.clock.now(), triggeredAt }) };
 }
+
+type Receipt = { id: string; shop: string; topic: string; payload: string; receivedAt: Date; triggeredAt: Date | null };
+
+const STORE_RECEIPTS = `
+  INSERT INTO platform_webhooks (webhook_id, shop_domain, topic, payload, received_at, triggered_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::timestamptz[])
+  ON CONFLICT (webhook_id) DO NOTHING RETURNING webhook_id`;
+
+/**
+ * Receipts arriving together are stored in one statement (each caller still answers only once its row is
+ * committed): under a burst the platform's deliveries cost the database one insert per batch, not per delivery.
+ * Answers whether each was new; of one id twice in a batch, the first.
+ */
+const receipts = perDatabase(
+  (db: Database) =>
+    new Batcher<Receipt, boolean>(
+      async (rs) => {
+        const col = <T>(f: (r: Receipt) => T) => rs.map(f);
+        const rows = await db.prepared<{ webhook_id: string }>('svc_store_platform_webhooks', STORE_RECEIPTS, [
+          col((r) => r.id),
+          col((r) => r.shop),
+          col((r) => r.topic),
+          col((r) => r.payload),
+          col((r) => r.receivedAt),
+          col((r) => r.triggeredAt),
+        ]);
+        const fresh = new Set(rows.map((r) => r.webhook_id));
+        return rs.map((r) => fresh.delete(r.id));
+      },
+      { failsEveryInput: isDatabaseUnavailable },
+    ),
+);
 
 type Stored = { webhook_id: string; shop_domain: string; topic: string; payload: Record<string, unknown>; triggered_at: Date | null; attempts: number };
 
@@ -68,6 +97,15 @@ export type Processed = { topic: string; outcome: SyncOutcome | 'ignored' | 'don
 
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 20;
+// One statement, so its own transaction: the rows it takes are leased until $2 (any number of instances).
+const CLAIM = `
+  UPDATE platform_webhooks w SET lease_until = $2, attempts = w.attempts + 1
+   WHERE w.webhook_id IN (
+     SELECT webhook_id FROM platform_webhooks
+      WHERE processed_at IS NULL AND (lease_until IS NULL OR lease_until < $1)
+      ORDER BY received_at, webhook_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+   RETURNING w.webhook_id, w.shop_domain, w.topic, w.payload, w.triggered_at, w.attempts`;
+
 /** Deliveries claimed per round. */
 export const INBOX_BATCH = 100;
 /** Re-reads (each of up to CONTRACTS_PER_PAGE contracts) in flight at once, each then applied contract by contract. */
@@ -103,17 +141,7 @@ export class PlatformInbox {
   /** One round: claims up to `limit` due deliveries, oldest first, and processes them. Returns how many. */
   async processDue(limit = INBOX_BATCH): Promise<number> {
     const now = this.ctx.clock.now();
-    const claimed = await this.ctx.db.transaction((run) =>
-      run<Stored>(
-        `UPDATE platform_webhooks w SET lease_until = $2, attempts = w.attempts + 1
-          WHERE w.webhook_id IN (
-            SELECT webhook_id FROM platform_webhooks
-             WHERE processed_at IS NULL AND (lease_until IS NULL OR lease_until < $1)
-             ORDER BY received_at, webhook_id LIMIT $3 FOR UPDATE SKIP LOCKED)
-          RETURNING w.webhook_id, w.shop_domain, w.topic, w.payload, w.triggered_at, w.attempts`,
-        [now, new Date(now.getTime() + LEASE_MS), limit],
-      ),
-    );
+    const claimed = await this.ctx.db.prepared<Stored>('svc_claim_platform_webhooks', CLAIM, [now, new Date(now.getTime() + LEASE_MS), limit]);
     if (!claimed.length) return 0;
     const failures = new Map<Stored, unknown>();
     const fail = (ws: Stored[], err: unknown) => ws.forEach((w) => failures.set(w, err));
@@ -147,11 +175,10 @@ export class PlatformInbox {
     const ids = [...byContract.keys()];
     let held: Map<string, string | null>;
     try {
-      const rows = await this.ctx.db.withSession((run) =>
-        run<{ id: string; revision: string | null }>(
-          `SELECT id::text AS id, platform_revision::text AS revision FROM subscription_contracts WHERE shop_id = $1 AND id = ANY($2::bigint[])`,
-          [shop.id, ids],
-        ),
+      const rows = await this.ctx.db.prepared<{ id: string; revision: string | null }>(
+        'svc_mirrored_revisions',
+        `SELECT id::text AS id, platform_revision::text AS revision FROM subscription_contracts WHERE shop_id = $1 AND id = ANY($2::bigint[])`,
+        [shop.id, ids],
       );
       held = new Map(rows.map((r) => [r.id, r.revision]));
     } catch (err) {
@@ -201,8 +228,10 @@ export class PlatformInbox {
     const now = this.ctx.clock.now();
     const done = claimed.filter((w) => !failures.has(w)).map((w) => w.webhook_id);
     if (done.length) {
-      await this.ctx.db.withSession((run) =>
-        run(`UPDATE platform_webhooks SET processed_at = $2, lease_until = NULL, last_error = NULL WHERE webhook_id = ANY($1::text[])`, [done, now]),
+      await this.ctx.db.prepared(
+        'svc_platform_webhooks_done',
+        `UPDATE platform_webhooks SET processed_at = $2, lease_until = NULL, last_error = NULL WHERE webhook_id = ANY($1::text[])`,
+        [done, now],
       );
     }
     for (const [w, err] of failures) {

@@ -125,8 +125,23 @@ const RULE_CODES: Record<string, string> = {
   NoUnusedFragmentsRule: 'useAndDefineFragment',
 };
 
+type Checked = { document: DocumentNode; errors: [] } | { document?: undefined; errors: PlatformError[] };
+/** Checked documents by their text: a client sends the same few documents again and again (as servers do, each is
+ * parsed and validated once; validating against a schema this large costs milliseconds). */
+const checkedDocuments = new Map<string, Checked>();
+
 /** Parses and validates a request's document; errors come back in the platform's shape, each with a code. */
-export function checkDocument(source: string): { document: DocumentNode; errors: [] } | { document?: undefined; errors: PlatformError[] } {
+export function checkDocument(source: string): Checked {
+  let checked = checkedDocuments.get(source);
+  if (!checked) {
+    checked = checkUncached(source);
+    if (checkedDocuments.size >= 1000) checkedDocuments.clear();
+    checkedDocuments.set(source, checked);
+  }
+  return checked;
+}
+
+function checkUncached(source: string): Checked {
   let document: DocumentNode;
   try {
     document = parse(source);

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Kind, parse } from 'graphql';
 import { errorBody, type HttpFault, type RequestFacts } from './faults.js';
 import { answerGraphql } from './graphql.js';
-import { ADMIN_API_VERSION } from './schema.js';
+import { ADMIN_API_VERSION, checkDocument } from './schema.js';
 import type { LoggedRequest, StandInOptions } from './options.js';
 import { StandIn } from './standIn.js';
 import { SHOP_DOMAIN } from './store.js';
@@ -75,7 +75,7 @@ function parseBody(raw: string, contentType: string | undefined): Record<string,
 
 function rootFieldsOf(query: unknown): string[] {
   try {
-    const doc = parse(String(query));
+    const doc = checkDocument(String(query)).document ?? parse(String(query));
     return doc.definitions.flatMap((d) =>
       d.kind === Kind.OPERATION_DEFINITION ? d.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : [])) : [],
     );
