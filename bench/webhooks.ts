@@ -133,13 +133,20 @@ async function main() {
   console.log(`at ${RATE} changes/s for ${SECONDS} s: commit to receipt p50 ${latency.p50} ms, p99 ${latency.p99} ms (${latencies.length} of ${total} delivered)`);
 
   // 3. Actions with and without an enabled endpoint, alternating.
-  const actions = async (s: typeof withHook) =>
-    (await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, CONNECTIONS)] })).requests.average;
+  /** One run: actions per second, and the CPU each action cost svc and PostgreSQL. */
+  const actions = async (s: typeof withHook) => {
+    const before = { svc: cpuMs({ pid: svc.child.pid! }), postgres: cpuMs({ name: 'postgres' }) };
+    const r = await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, CONNECTIONS)] });
+    const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
+    return { rps: r.requests.average, cpu: `svc ${us(cpuMs({ pid: svc.child.pid! }) - before.svc)} µs, postgres ${us(cpuMs({ name: 'postgres' }) - before.postgres)} µs` };
+  };
   const runs = { without: [] as number[], with: [] as number[] };
   for (let i = 0; i < 2; i++) {
-    runs.without.push(await actions(without));
-    runs.with.push(await actions(withHook));
-    console.log(`actions/s without an endpoint ${Math.round(runs.without[i])}, with one ${Math.round(runs.with[i])}`);
+    const a = await actions(without);
+    const b = await actions(withHook);
+    runs.without.push(a.rps);
+    runs.with.push(b.rps);
+    console.log(`actions/s without an endpoint ${Math.round(a.rps)} (cpu/action ${a.cpu}), with one ${Math.round(b.rps)} (cpu/action ${b.cpu})`);
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const summary = {

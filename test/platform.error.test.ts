@@ -99,6 +99,53 @@ describe('a platform that refuses, fails or throttles changes nothing', () => {
   });
 });
 
+describe('one change at a time per contract, with nothing held while the platform answers', () => {
+  it('the platform’s webhook for a change still in flight waits for that change: its echo records no second event', async () => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    // The pause is made on the platform at once (its webhook goes out), its answer comes 400 ms later.
+    p.standIn.faults.add({ kind: 'latency', ms: 400 }, { operation: 'subscriptionContractPause', shop: s.domain, when: 'after' });
+    const pausing = act(s.key, id, { action: 'pause' });
+    await expect.poll(() => p.standIn.contract(s.domain, id).status).toBe('PAUSED');
+    await p.settle();
+    // Read again while the action holds the contract: left for later, with the reason kept.
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE processed_at IS NULL AND last_error LIKE '%being made on the platform%'`, [])).toBeGreaterThan(0);
+    expect((await pausing).statusCode).toBe(200);
+    p.clock.advance(10_000);
+    await p.settle();
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE processed_at IS NULL`, [])).toBe(0);
+    expect((await events(s, id)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.paused:api_key']);
+  });
+
+  it('two actions on one contract at once are made on the platform one after the other, and both recorded in that order', async () => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    p.standIn.faults.add({ kind: 'latency', ms: 150 }, { operation: 'subscriptionContractSetNextBillingDate', shop: s.domain, when: 'after' });
+    const dates = ['2027-03-01T00:00:00.000Z', '2027-04-01T00:00:00.000Z'];
+    const answers = await Promise.all(dates.map((d) => act(s.key, id, { action: 'reschedule', nextBillingDate: d })));
+    expect(answers.map((r) => r.statusCode)).toEqual([200, 200]);
+    const history = (await get(s.key, `/api/v1/subscription-contracts/${id}/events`)).json().events as { data: { nextBillingDate: string } }[];
+    const last = history[0].data.nextBillingDate;
+    expect(history.map((e) => e.data.nextBillingDate).sort()).toEqual([...dates].sort());
+    expect((await contract(s, id)).nextBillingDate).toBe(last);
+    expect(p.standIn.contract(s.domain, id).nextBillingDate!.toISOString()).toBe(last);
+  });
+
+  it('a contract left leased by an instance that died is free again once its lease lapses', async () => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    await p.t.ctx.db.withSession((run) =>
+      run(`UPDATE subscription_contracts SET call_lease = gen_random_uuid(), call_lease_until = $2 WHERE id = $1`, [id, new Date(p.clock.now().getTime() + 60_000)]),
+    );
+    p.clock.advance(61_000);
+    const res = await act(s.key, id, { action: 'pause' });
+    expect(res.statusCode).toBe(200);
+    expect(p.standIn.contract(s.domain, id).status).toBe('PAUSED');
+    expect(await count(`SELECT count(*)::int AS n FROM subscription_contracts WHERE id = $1 AND call_lease IS NULL`, [id])).toBe(1);
+    await p.settle();
+  });
+});
+
 describe('webhooks in', () => {
   const post = (body: string, headers: Record<string, string>) =>
     fetch(`${p.base}/webhooks/shopify`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });

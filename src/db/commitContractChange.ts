@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ContractPlan } from '../domain/changes.js';
 import type { ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
@@ -18,8 +19,13 @@ import type { ContractRow } from './schema.js';
  *   that version and no other writer holds it (SKIP LOCKED: it never waits, so it runs in microseconds and is
  *   batched with concurrent callers' writes into one statement: group commit);
  * - locked: BEGIN, the row taken FOR UPDATE, the plan made again from the row as it now is, the same statement,
- *   COMMIT. Used when the optimistic write lost (another writer got there first), when the caller has no read, and
- *   when planning reaches outside svc (a platform call must see one change at a time per contract).
+ *   COMMIT. Used when the optimistic write lost (another writer got there first) and when the caller has no read.
+ *
+ * A change whose planning reaches outside svc (platform mode: the platform's mutation is made while planning) must
+ * see one change at a time per contract, and must not hold a connection and a row lock while the platform answers:
+ * it leases the contract (one statement: call_lease, migration 0007), plans and calls out with nothing held, then
+ * commits with the optimistic statement, which checks the version and clears the lease. Locked writers (platform
+ * sync) do not write a leased contract (ContractBusy): the lease's holder is about to write the platform's answer.
  *
  * Either way no update is lost and nothing is half written.
  */
@@ -35,8 +41,10 @@ export type ContractChange = {
   plan(row: ContractRow): ContractPlan | null | Promise<ContractPlan | null>;
   /** The contract as the caller read it: the optimistic strategy starts from it. Absent: the locked strategy. */
   read?: ContractRow;
-  /** false when planning calls outside svc (the platform): the change is made under the row lock only. */
+  /** false: the locked strategy only (platform sync, which writes what it read under the lock). */
   optimistic?: boolean;
+  /** Planning calls outside svc (the platform): the change is made under a lease of the contract (see the top). */
+  leased?: boolean;
   /** Under the locked strategy, skip a contract another writer holds instead of waiting (the resume sweep). */
   skipLocked?: boolean;
   record?: IdempotencyRecord;
@@ -70,7 +78,7 @@ const COMMIT = `
     UPDATE subscription_contracts c
        SET status = i.status, next_billing_date = i.next_billing_date, paused_at = i.paused_at,
            resume_at = i.resume_at, cancelled_at = i.cancelled_at, cancellation_reason = i.cancellation_reason,
-           updated_at = i.updated_at, version = c.version + i.n_events,
+           updated_at = i.updated_at, version = c.version + i.n_events, call_lease = NULL, call_lease_until = NULL,
            -- The mirror's own columns (platform mode), where the plan sets them (null: as they are).
            platform_revision = COALESCE(i.m_revision, c.platform_revision),
            platform_updated_at = COALESCE(i.m_updated_at, c.platform_updated_at), lines = COALESCE(i.m_lines, c.lines),
@@ -111,8 +119,35 @@ const COMMIT = `
 const COMMIT_NAME = 'svc_commit_contract_change';
 
 const LOCK = (skip: boolean) => `
-  SELECT ${CONTRACT_COLUMNS} FROM subscription_contracts c
+  SELECT ${CONTRACT_COLUMNS}, c.call_lease::text AS "callLease", c.call_lease_until AS "callLeaseUntil"
+    FROM subscription_contracts c
    WHERE c.id = $1 AND c.shop_id = $2 FOR UPDATE${skip ? ' SKIP LOCKED' : ''}`;
+
+// A lease is taken when there is none or the last one lapsed ($5: now), in one statement of its own transaction.
+const TAKE_LEASE = `
+  UPDATE subscription_contracts c SET call_lease = $3, call_lease_until = $4
+   WHERE c.id = $1 AND c.shop_id = $2 AND (c.call_lease_until IS NULL OR c.call_lease_until <= $5)
+  RETURNING ${CONTRACT_COLUMNS}`;
+const LEASE_HOLDER = `SELECT call_lease_until AS "until" FROM subscription_contracts WHERE id = $1 AND shop_id = $2`;
+const RELEASE = `UPDATE subscription_contracts SET call_lease = NULL, call_lease_until = NULL WHERE id = $1 AND call_lease = $2`;
+
+/**
+ * How long a lease holds a contract: longer than any change takes on the platform (its calls time out, and
+ * throttling gives up, in seconds), so it lapses only when its holder died.
+ */
+export const CALL_LEASE_MS = 60_000;
+/** A change that finds the contract leased looks again this often, for at most this long. */
+const LEASE_POLL_MS = 15;
+const LEASE_WAIT_MS = 15_000;
+
+type Lease = { callLease: string | null; callLeaseUntil: Date | null };
+
+/** Another change is being made on the platform: a locked writer leaves the contract to it and tries later. */
+export class ContractBusy extends ServiceError {
+  constructor() {
+    super('platform_unavailable', 'Another change of this contract is being made on the platform; try again in a moment.', { headers: { 'retry-after': '1' } });
+  }
+}
 
 /** One contract's write as the statement takes it: the row after the change, the version it was planned from. */
 type Write = { after: ContractRow; fromVersion: number; plan: ContractPlan; now: Date; record?: IdempotencyRecord };
@@ -180,7 +215,7 @@ function withState(row: ContractRow, s: ContractState): ContractRow {
 
 /** The contract row as the statement leaves it (the version moves by one per event), with the plan's mirror. */
 function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow {
-  const after = { ...withState({ ...row, ...plan.mirror }, plan.state), version: row.version + plan.events.length };
+  const after = { ...withState({ ...row, ...plan.mirror }, plan.state), version: row.version + plan.events.length, callLease: null, callLeaseUntil: null };
   if (plan.events.length) after.updatedAt = now;
   return after;
 }
@@ -200,15 +235,20 @@ export const optimisticWrites = perDatabase(
     ),
 );
 
-async function commitLocked(db: Database, change: ContractChange): Promise<CommittedChange | null> {
+/** `lease`: the change's own lease (its fallback after an optimistic write that lost), which does not stop it. */
+async function commitLocked(db: Database, change: ContractChange, lease?: string): Promise<CommittedChange | null> {
   return db.transaction(async (run: RunSql) => {
     const skip = !!change.skipLocked;
-    const [row] = await run<ContractRow>(LOCK(skip), [change.contractId, change.shopId], { name: skip ? 'svc_lock_contract_skip' : 'svc_lock_contract' });
+    const [row] = await run<ContractRow & Lease>(LOCK(skip), [change.contractId, change.shopId], { name: skip ? 'svc_lock_contract_skip' : 'svc_lock_contract' });
     if (!row) {
       if (change.skipLocked) return null;
       throw new ServiceError('not_found', MESSAGES.contractNotFound);
     }
     row.version = Number(row.version);
+    if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime() && row.callLease !== lease) {
+      if (change.skipLocked) return null;
+      throw new ContractBusy();
+    }
     const plan = await change.plan(row);
     if (!plan) return { row, changed: false };
     const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
@@ -223,6 +263,7 @@ async function commitLocked(db: Database, change: ContractChange): Promise<Commi
  * the contract.
  */
 export async function commitContractChange(db: Database, change: ContractChange): Promise<CommittedChange | null> {
+  if (change.leased) return commitLeased(db, change);
   const read = change.read;
   if (read && change.optimistic !== false) {
     const plan = await change.plan(read);
@@ -231,4 +272,59 @@ export async function commitContractChange(db: Database, change: ContractChange)
     if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
   }
   return commitLocked(db, change);
+}
+
+/** The leased strategy (see the top): lease, plan (the platform is called), the optimistic statement. */
+async function commitLeased(db: Database, change: ContractChange): Promise<CommittedChange | null> {
+  const lease = randomUUID();
+  const row = await takeLease(db, change, lease);
+  if (!row) return null;
+  let plan: ContractPlan | null;
+  try {
+    plan = await change.plan(row);
+  } catch (err) {
+    await release(db, row.id, lease);
+    throw err;
+  }
+  if (!plan) {
+    await release(db, row.id, lease);
+    return { row, changed: false };
+  }
+  const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
+  try {
+    if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
+    // Not written: a locked writer had the row for a moment (SKIP LOCKED), or the lease lapsed and another change
+    // was made. Under the lock: the same write if the contract is as planned; else plan again (and call again).
+    const same = await db.transaction(async (run: RunSql) => {
+      const [now] = await run<ContractRow & Lease>(LOCK(false), [change.contractId, change.shopId], { name: 'svc_lock_contract' });
+      if (!now || Number(now.version) !== row.version || now.callLease !== lease) return false;
+      await run(COMMIT, parameters([write]), { name: COMMIT_NAME });
+      return true;
+    });
+    if (same) return { row: write.after, changed: true };
+  } catch (err) {
+    await release(db, row.id, lease);
+    throw err;
+  }
+  return commitLocked(db, change, lease);
+}
+
+/** Takes the contract's lease, waiting while another change holds it; null with skipLocked when one does. */
+async function takeLease(db: Database, change: ContractChange, lease: string): Promise<ContractRow | null> {
+  const deadline = Date.now() + LEASE_WAIT_MS;
+  const until = new Date(change.now.getTime() + CALL_LEASE_MS);
+  for (;;) {
+    const [row] = await db.prepared<ContractRow>('svc_take_call_lease', TAKE_LEASE, [change.contractId, change.shopId, lease, until, change.now]);
+    if (row) return { ...row, version: Number(row.version) };
+    const [held] = await db.prepared<{ until: Date | null }>('svc_call_lease_holder', LEASE_HOLDER, [change.contractId, change.shopId]);
+    if (!held) throw new ServiceError('not_found', MESSAGES.contractNotFound);
+    if (change.skipLocked) return null;
+    if (Date.now() > deadline) throw new ContractBusy();
+    await new Promise((r) => setTimeout(r, LEASE_POLL_MS));
+  }
+}
+
+/** Gives the lease back (a change that failed or had nothing to do); never fails the change for it. */
+async function release(db: Database, contractId: string, lease: string): Promise<void> {
+  await db.prepared('svc_release_call_lease', RELEASE, [contractId, lease]).catch(() => {});
 }

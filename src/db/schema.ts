@@ -98,6 +98,10 @@ export const contracts = pgTable(
     // of the state the mirror holds; a re-read is applied only when newer.
     platformRevision: numericText('platform_revision'),
     platformUpdatedAt: ts('platform_updated_at'),
+    // Platform mode (migration 0007): a change being carried out on the platform holds the contract until it
+    // commits, instead of a row lock held across the call (commitContractChange.ts).
+    callLease: uuid('call_lease'),
+    callLeaseUntil: ts('call_lease_until'),
   },
   (t) => [
     index('contracts_shop_id_idx').on(t.shopId, t.id),

@@ -33,7 +33,7 @@ function commitChange(ctx: ServiceContext, change: Change): Promise<CommittedCha
     read: change.read,
     record: change.record,
     skipLocked: change.skipLocked,
-    optimistic: !ctx.platform.callsOut,
+    leased: ctx.platform.callsOut,
     plan: async (contract) => {
       const plan = planChange(contract as unknown as ContractState, request, now);
       return plan && ctx.platform.carryOut({ shopId, contract, plan });

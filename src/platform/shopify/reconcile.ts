@@ -2,6 +2,8 @@ import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
 import { mirrorFields, type PlatformContract } from './contracts.js';
 import * as doc from './documents.js';
+import { ContractBusy } from '../../db/commitContractChange.js';
+import type { MirrorFields } from './contracts.js';
 import { syncContract, type SyncOutcome } from './sync.js';
 
 /** Re-reads this much before the last sweep: the platform's clock and svc's may differ, and updatedAt is to the second. */
@@ -45,7 +47,7 @@ export class Reconciler {
         const f = mirrorFields(node);
         if (!f) continue;
         report.checked++;
-        const outcome: SyncOutcome = await syncContract(this.ctx, shop.id, f, { announce: true });
+        const outcome: SyncOutcome = await syncUnlessBusy(this.ctx, shop.id, f);
         if (outcome === 'created') report.created++;
         if (outcome === 'changed') report.changed++;
       }
@@ -56,5 +58,20 @@ export class Reconciler {
       run(`UPDATE platform_installations SET synced_until = $2, last_sync_at = $2, updated_at = $2 WHERE shop_id = $1`, [shop.id, started]),
     );
     return report;
+  }
+}
+
+/**
+ * Platform sync of one contract; one that an action is changing on the platform at this moment (leased) is tried
+ * again shortly, the action's own commit coming first. Still busy after that, the sweep fails and is run again.
+ */
+async function syncUnlessBusy(ctx: ServiceContext, shopId: string, f: MirrorFields): Promise<SyncOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await syncContract(ctx, shopId, f, { announce: true });
+    } catch (err) {
+      if (!(err instanceof ContractBusy) || attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 }
