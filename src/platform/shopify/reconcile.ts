@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
-import { mirrorFields, type PlatformContract } from './contracts.js';
+import { isNewerRevision, mirrorFields, type PlatformContract } from './contracts.js';
 import * as doc from './documents.js';
 import { ContractBusy } from '../../db/commitContractChange.js';
 import type { MirrorFields } from './contracts.js';
-import { syncContract, type SyncOutcome } from './sync.js';
+import { mirroredRevisions, syncContract, type SyncOutcome } from './sync.js';
 
 /** Re-reads this much before the last sweep: the platform's clock and svc's may differ, and updatedAt is to the second. */
 const OVERLAP_MS = 60_000;
@@ -43,10 +43,13 @@ export class Reconciler {
     for (;;) {
       type Page = { subscriptionContracts: { nodes: PlatformContract[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
       const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query });
-      for (const node of page.subscriptionContracts.nodes) {
-        const f = mirrorFields(node);
-        if (!f) continue;
+      const fields = page.subscriptionContracts.nodes.map(mirrorFields).filter((f): f is MirrorFields => f !== null);
+      const mirror = await mirroredRevisions(this.ctx, shop.id, fields.map((f) => f.id));
+      for (const f of fields) {
         report.checked++;
+        // What the mirror already holds (the contract's own actions, mostly) is not written again.
+        const m = mirror.get(f.id);
+        if (m && !m.leased && m.revision !== null && !isNewerRevision(f.platformRevision, m.revision)) continue;
         const outcome: SyncOutcome = await syncUnlessBusy(this.ctx, shop.id, f);
         if (outcome === 'created') report.created++;
         if (outcome === 'changed') report.changed++;

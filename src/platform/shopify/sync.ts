@@ -124,3 +124,14 @@ export async function insertContracts(ctx: ServiceContext, shopId: string, rows:
   );
   return inserted.length;
 }
+
+/** What the mirror holds of these contracts: the platform revision, and whether an action holds the contract now. */
+export async function mirroredRevisions(ctx: ServiceContext, shopId: string, ids: string[]): Promise<Map<string, { revision: string | null; leased: boolean }>> {
+  const rows = await ctx.db.prepared<{ id: string; revision: string | null; leased: boolean }>(
+    'svc_mirrored_revisions',
+    `SELECT id::text AS id, platform_revision::text AS revision, coalesce(call_lease_until > $3, false) AS leased
+       FROM subscription_contracts WHERE shop_id = $1 AND id = ANY($2::bigint[])`,
+    [shopId, ids, ctx.clock.now()],
+  );
+  return new Map(rows.map((r) => [r.id, { revision: r.revision, leased: r.leased }]));
+}

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { inArray } from 'drizzle-orm';
 import { Batcher, perDatabase } from '../../db/batcher.js';
+import { ContractBusy } from '../../db/commitContractChange.js';
 import { isDatabaseUnavailable, type Database } from '../../db/client.js';
 import { shops } from '../../db/schema.js';
 import { ServiceError } from '../../domain/errors.js';
@@ -10,7 +11,7 @@ import { contractGid, contractIdOf, isNewerRevision, mirrorFields, type Platform
 import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer, eraseShop } from './privacy.js';
-import { syncContract, type SyncOutcome } from './sync.js';
+import { mirroredRevisions, syncContract, type SyncOutcome } from './sync.js';
 
 /**
  * Webhooks from the platform (PRODUCT §9). Receiving is cheap and durable: check the HMAC, store the delivery
@@ -106,6 +107,8 @@ const CLAIM = `
       ORDER BY received_at, webhook_id LIMIT $3 FOR UPDATE SKIP LOCKED)
    RETURNING w.webhook_id, w.shop_domain, w.topic, w.payload, w.triggered_at, w.attempts`;
 
+/** A delivery about a contract an action holds is looked at again this much later. */
+const BUSY_RETRY_MS = 1000;
 /** Deliveries claimed per round. */
 export const INBOX_BATCH = 100;
 /** Re-reads (each of up to CONTRACTS_PER_PAGE contracts) in flight at once, each then applied contract by contract. */
@@ -175,18 +178,21 @@ export class PlatformInbox {
     const ids = [...byContract.keys()];
     let held: Map<string, string | null>;
     try {
-      const rows = await this.ctx.db.prepared<{ id: string; revision: string | null }>(
-        'svc_mirrored_revisions',
-        `SELECT id::text AS id, platform_revision::text AS revision FROM subscription_contracts WHERE shop_id = $1 AND id = ANY($2::bigint[])`,
-        [shop.id, ids],
-      );
-      held = new Map(rows.map((r) => [r.id, r.revision]));
+      const mirror = await mirroredRevisions(this.ctx, shop.id, ids);
+      held = new Map([...mirror].map(([id, m]) => [id, m.revision]));
+      // A contract an action is changing on the platform right now (most often this is that action's echo, come
+      // before its commit): looked at again in a moment, when the action has written the platform's answer.
+      for (const [id, m] of mirror) {
+        if (!m.leased) continue;
+        fail(byContract.get(id)!, new ContractBusy());
+        byContract.delete(id);
+      }
     } catch (err) {
       fail(ws, err);
       return [];
     }
     // A contract needs reading when any of its signals may be newer than the mirror.
-    const stale = ids.filter((id) =>
+    const stale = [...byContract.keys()].filter((id) =>
       byContract.get(id)!.some((w) => {
         const r = revisionOf(w);
         const mine = held.get(id);
@@ -234,19 +240,23 @@ export class PlatformInbox {
         [done, now],
       );
     }
-    for (const [w, err] of failures) {
+    if (!failures.size) return;
+    const retries = [...failures].map(([w, err]) => {
       const message = (err instanceof ServiceError ? err.message : 'unexpected error').slice(0, 500);
-      // Backoff: 5 s, 10 s, … up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
+      // A contract busy with an action: again in a second, not counted as an attempt. Else backoff: 5 s, 10 s, …
+      // up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
+      if (err instanceof ContractBusy) return { id: w.webhook_id, at: new Date(now.getTime() + BUSY_RETRY_MS), message, counted: false, aside: null };
       const delay = Math.min(600_000, 5000 * 2 ** Math.min(w.attempts - 1, 10));
-      await this.ctx.db.withSession((run) =>
-        run(`UPDATE platform_webhooks SET lease_until = $2, last_error = $3, processed_at = $4 WHERE webhook_id = $1`, [
-          w.webhook_id,
-          new Date(now.getTime() + delay),
-          message,
-          w.attempts >= MAX_ATTEMPTS ? now : null,
-        ]),
-      );
-    }
+      return { id: w.webhook_id, at: new Date(now.getTime() + delay), message, counted: true, aside: w.attempts >= MAX_ATTEMPTS ? now : null };
+    });
+    await this.ctx.db.prepared(
+      'svc_platform_webhooks_retry',
+      `UPDATE platform_webhooks w SET lease_until = r.at, last_error = r.message, processed_at = r.aside,
+              attempts = w.attempts - CASE WHEN r.counted THEN 0 ELSE 1 END
+         FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::boolean[], $5::timestamptz[]) AS r(id, at, message, counted, aside)
+        WHERE w.webhook_id = r.id`,
+      [retries.map((r) => r.id), retries.map((r) => r.at), retries.map((r) => r.message), retries.map((r) => r.counted), retries.map((r) => r.aside)],
+    );
   }
 
   private async shops(domains: string[]): Promise<Map<string, ShopRef & { uninstalledAt: Date | null }>> {
