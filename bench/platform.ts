@@ -14,7 +14,7 @@
  * - pause/resume actions in platform mode against standalone mode in the same run (alternating, twice each, with
  *   the CPU per action), then both at a steady 200 per second (open loop): p50 and p99.
  * BENCH_ONLY=accept,process,actions,import runs some of them; BENCH_PROFILE=dir writes svc's CPU profiles;
- * BENCH_SVC_LOG=file keeps svc's log. The last line printed is one JSON object.
+ * BENCH_SVC_LOG=file keeps svc's log (BENCH_TRACE_GC=1 adds V8's GC lines to it). The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
@@ -372,7 +372,7 @@ async function measure(bench: Awaited<ReturnType<typeof benchDatabase>>, standIn
     ctx: createServiceContext({ db, clock: systemClock, freeUntil: null }),
     standIn,
     standInPid,
-    nodeArgs: buildServer(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+    nodeArgs: buildServer([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])]),
     port,
     common,
     platformEnv: {

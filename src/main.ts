@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
     trustProxy: config.trustProxy,
     load,
-    shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wake() } : undefined,
+    shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wakeSoon() } : undefined,
   });
 
   let address: string;

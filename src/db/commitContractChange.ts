@@ -6,7 +6,7 @@ import { toContract } from '../domain/resources.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
 import { CONTRACT_EVENT_CONSUMERS } from './contractEventConsumers.js';
-import { CONTRACT_COLUMNS } from './contractRows.js';
+import { byOrd, CONTRACT_COLUMNS } from './contractRows.js';
 import type { ContractRow } from './schema.js';
 
 /**
@@ -123,11 +123,35 @@ const LOCK = (skip: boolean) => `
     FROM subscription_contracts c
    WHERE c.id = $1 AND c.shop_id = $2 FOR UPDATE${skip ? ' SKIP LOCKED' : ''}`;
 
-// A lease is taken when there is none or the last one lapsed ($5: now), in one statement of its own transaction.
-const TAKE_LEASE = `
-  UPDATE subscription_contracts c SET call_lease = $3, call_lease_until = $4
-   WHERE c.id = $1 AND c.shop_id = $2 AND (c.call_lease_until IS NULL OR c.call_lease_until <= $5)
-  RETURNING ${CONTRACT_COLUMNS}`;
+// A lease is taken when there is none or the last one lapsed (x.now), in one statement of its own transaction, for
+// every change that asks at once. Two asking for one contract: one gets it (an UPDATE changes a row once).
+const TAKE_LEASES = `
+  UPDATE subscription_contracts c SET call_lease = x.lease, call_lease_until = x.until
+    FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::uuid[], $5::timestamptz[], $6::timestamptz[]) AS x(ord, id, shop_id, lease, until, now)
+   WHERE c.id = x.id AND c.shop_id = x.shop_id AND (c.call_lease_until IS NULL OR c.call_lease_until <= x.now)
+  RETURNING x.ord::int AS ord, ${CONTRACT_COLUMNS}`;
+
+type LeaseAsk = { contractId: string; shopId: string; lease: string; until: Date; now: Date };
+
+/** The lease statement of one database, batched over concurrent changes: the contract where its lease was taken. */
+const leases = perDatabase(
+  (db: Database) =>
+    new Batcher<LeaseAsk, ContractRow | undefined>(
+      async (asks) => {
+        const col = <T>(f: (a: LeaseAsk, i: number) => T) => asks.map(f);
+        const rows = await db.prepared<ContractRow & { ord: number }>('svc_take_call_leases', TAKE_LEASES, [
+          col((_, i) => i + 1),
+          col((a) => a.contractId),
+          col((a) => a.shopId),
+          col((a) => a.lease),
+          col((a) => a.until),
+          col((a) => a.now),
+        ]);
+        return byOrd(rows, asks.length);
+      },
+      { failsEveryInput: isDatabaseUnavailable },
+    ),
+);
 const LEASE_HOLDER = `SELECT call_lease_until AS "until" FROM subscription_contracts WHERE id = $1 AND shop_id = $2`;
 const RELEASE = `UPDATE subscription_contracts SET call_lease = NULL, call_lease_until = NULL WHERE id = $1 AND call_lease = $2`;
 
@@ -314,7 +338,7 @@ async function takeLease(db: Database, change: ContractChange, lease: string): P
   const deadline = Date.now() + LEASE_WAIT_MS;
   const until = new Date(change.now.getTime() + CALL_LEASE_MS);
   for (;;) {
-    const [row] = await db.prepared<ContractRow>('svc_take_call_lease', TAKE_LEASE, [change.contractId, change.shopId, lease, until, change.now]);
+    const row = await leases(db).load({ contractId: change.contractId, shopId: change.shopId, lease, until, now: change.now });
     if (row) return { ...row, version: Number(row.version) };
     const [held] = await db.prepared<{ until: Date | null }>('svc_call_lease_holder', LEASE_HOLDER, [change.contractId, change.shopId]);
     if (!held) throw new ServiceError('not_found', MESSAGES.contractNotFound);

@@ -1,4 +1,5 @@
 import type { Shopify } from '../platform/shopify/index.js';
+import { INBOX_BATCH } from '../platform/shopify/webhooksIn.js';
 import { Worker, type WorkerLog } from './worker.js';
 
 /**
@@ -14,17 +15,41 @@ export class PlatformInboxWorker extends Worker {
     super('platform webhook processing', opts.intervalMs ?? 1000, opts.log);
   }
 
+  private wakePending: NodeJS.Timeout | null = null;
+
   async tick(): Promise<number> {
     let total = 0;
     for (;;) {
       const n = await this.shopify.inbox.processDue();
       total += n;
-      if (n < 50) break;
+      if (n < INBOX_BATCH / 2) break;
     }
     this.stats.processed += total;
     return total;
   }
+
+  /**
+   * A delivery was stored: process soon, not at once. Deliveries arriving meanwhile go in one round, and the
+   * platform's echo of svc's own action, which often arrives before the action has committed, finds it committed
+   * (and needs no read) instead of being put off.
+   */
+  wakeSoon(): void {
+    if (this.wakePending) return;
+    this.wakePending = setTimeout(() => {
+      this.wakePending = null;
+      this.wake();
+    }, WAKE_DELAY_MS);
+  }
+
+  override async stop(): Promise<void> {
+    if (this.wakePending) clearTimeout(this.wakePending);
+    this.wakePending = null;
+    await super.stop();
+  }
 }
+
+/** How long after a delivery arrives the inbox is processed. */
+const WAKE_DELAY_MS = 100;
 
 /**
  * Reconciliation (platform mode): every PLATFORM_SYNC_INTERVAL_MS, each installed shop's contracts updated since the
