@@ -9,8 +9,8 @@ import type { ContractRow } from '../db/schema.js';
 export interface PlatformPort {
   readonly name: 'standalone' | 'shopify';
   /**
-   * True when carrying out a change calls outside svc: the change path then makes it under the contract's row lock
-   * only, so the platform sees one change at a time per contract and a lost race never calls it twice.
+   * True when carrying out a change calls outside svc: the change path then leases the contract for the change
+   * (commitContractChange.ts), so the platform sees one change at a time per contract.
    */
   readonly callsOut: boolean;
   /**
@@ -23,8 +23,9 @@ export interface PlatformPort {
   carryOut(change: { shopId: string; contract: ContractRow; plan: ContractPlan }): Promise<ContractPlan>;
   /**
    * Runs before a change, outside any transaction: whatever carryOut needs from svc's own database (the shop, the
-   * platform's access token) is loaded here, since carryOut runs under the row lock and must not wait for another
-   * connection. `retry` says carryOut asked for it (a refused token): the change is then tried once more.
+   * platform's access token) is loaded here, since carryOut may run inside a transaction (the change path's locked
+   * fallback, when a leased write lost) and must not wait for another connection. `retry` says carryOut asked for it
+   * (a refused token): the change is then tried once more.
    */
   prepare?(shopId: string, failure?: unknown): Promise<{ retry: boolean }>;
 }

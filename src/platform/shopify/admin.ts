@@ -47,7 +47,7 @@ const notInstalled = () =>
   new ServiceError('app_not_installed', 'The shop has not installed the app, or has uninstalled it. Open the app from the shop admin to install it.');
 
 /**
- * Thrown by a call made inside a database transaction (the change path's row lock) when the shop's token is not in
+ * Thrown by a call made while carrying out a change (possibly inside a transaction) when the shop's token is not in
  * memory or was refused: nothing happened on the platform, and the caller refreshes outside and tries again.
  */
 export class TokenNeeded extends Error {

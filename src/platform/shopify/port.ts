@@ -43,8 +43,8 @@ export class ShopDirectory {
 }
 
 /**
- * Platform mode's port (PRODUCT §9): each planned step is made true on the platform before svc commits it, under
- * the contract's row lock (callsOut). pause → subscriptionContractPause, resume → subscriptionContractActivate,
+ * Platform mode's port (PRODUCT §9): each planned step is made true on the platform before svc commits it, the
+ * contract leased meanwhile (callsOut). pause → subscriptionContractPause, resume → subscriptionContractActivate,
  * cancel → subscriptionContractCancel (the reason is svc's), skip → subscriptionBillingCycleSkip of the cycle of the
  * current next billing date, then the next billing date moves to the following cycle's, reschedule →
  * subscriptionContractSetNextBillingDate. resumeAt is svc's own: a pause that only changes it calls nothing.
@@ -58,7 +58,7 @@ export class ShopifyPlatform implements PlatformPort {
     readonly shops: ShopDirectory,
   ) {}
 
-  /** The shop's domain and a fresh access token in memory, before the row lock; a refused token is refreshed. */
+  /** The shop's domain and a fresh access token in memory, before the change; a refused token is refreshed. */
   async prepare(shopId: string, failure?: unknown): Promise<{ retry: boolean }> {
     const shop = await this.shops.get(shopId);
     if (failure === undefined) {
@@ -71,7 +71,7 @@ export class ShopifyPlatform implements PlatformPort {
   }
 
   async carryOut({ shopId, contract, plan }: Parameters<PlatformPort['carryOut']>[0]): Promise<ContractPlan> {
-    // Under the row lock: no database here (prepare loaded the shop and the token).
+    // No database here (prepare loaded the shop and the token): this may run inside the locked fallback.
     const shop = this.shops.known(shopId);
     if (!shop) throw new TokenNeeded();
     const gid = contractGid(contract.id);
@@ -156,7 +156,7 @@ export class ShopifyPlatform implements PlatformPort {
   }
 }
 
-/** Calls made under the row lock use the token prepare() loaded. */
+/** Calls made while carrying out a change use the token prepare() loaded. */
 const HELD = { heldToken: true };
 const quote = (s: string) => JSON.stringify(s.slice(0, 300));
 const rejected = (message: string) => new ServiceError('platform_rejected', `The platform refused the change: ${message.slice(0, 300)}`);
