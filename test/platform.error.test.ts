@@ -131,6 +131,29 @@ describe('one change at a time per contract, with nothing held while the platfor
     expect(p.standIn.contract(s.domain, id).nextBillingDate!.toISOString()).toBe(last);
   });
 
+  it('a change whose lease lapsed during its call, and which another change overtook, is made again on what that one left', async () => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    const [first, second] = ['2027-05-01T00:00:00.000Z', '2027-06-01T00:00:00.000Z'];
+    // The first reschedule is made on the platform at once; its answer takes 400 ms, and meanwhile its lease lapses.
+    p.standIn.faults.add({ kind: 'latency', ms: 400 }, { operation: 'subscriptionContractSetNextBillingDate', shop: s.domain, when: 'after' });
+    const slow = act(s.key, id, { action: 'reschedule', nextBillingDate: first });
+    await expect.poll(() => p.standIn.contract(s.domain, id).nextBillingDate!.toISOString()).toBe(first);
+    p.clock.advance(61_000);
+    expect((await act(s.key, id, { action: 'reschedule', nextBillingDate: second })).statusCode).toBe(200);
+    expect((await slow).statusCode).toBe(200);
+    // The slow one could not write over the other: it planned again from the contract as it now was, and was made
+    // on the platform again, last.
+    const history = (await get(s.key, `/api/v1/subscription-contracts/${id}/events`)).json().events as { data: { nextBillingDate: string } }[];
+    expect(history.map((e) => e.data.nextBillingDate).reverse()).toEqual([second, first]);
+    expect((await contract(s, id)).nextBillingDate).toBe(first);
+    expect(p.standIn.contract(s.domain, id).nextBillingDate!.toISOString()).toBe(first);
+    const calls = p.standIn.calls('subscriptionContractSetNextBillingDate', s.domain).map((c) => new Date(String((c.args as { date: string }).date)).toISOString());
+    expect(calls).toEqual([first, second, first]);
+    expect(await count(`SELECT count(*)::int AS n FROM subscription_contracts WHERE id = $1 AND call_lease IS NULL`, [id])).toBe(1);
+    await p.settle();
+  });
+
   it('a contract left leased by an instance that died is free again once its lease lapses', async () => {
     const s = await p.install({ contracts: 1 });
     const id = s.contractIds[0];

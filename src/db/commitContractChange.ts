@@ -326,11 +326,14 @@ async function commitLeased(db: Database, change: ContractChange): Promise<Commi
       return true;
     });
     if (same) return { row: write.after, changed: true };
+    const done = await commitLocked(db, change, lease);
+    // Nothing written (nothing left to do, or another writer held the row): the lease is still ours to give back.
+    if (!done?.changed) await release(db, row.id, lease);
+    return done;
   } catch (err) {
     await release(db, row.id, lease);
     throw err;
   }
-  return commitLocked(db, change, lease);
 }
 
 /** Takes the contract's lease, waiting while another change holds it; null with skipLocked when one does. */
