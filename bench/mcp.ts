@@ -135,13 +135,15 @@ async function main(): Promise<void> {
   const child = fork(new URL(import.meta.url).pathname, ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
       const onMessage = (m: { type: string }) => {
         if (m.type !== type) return;
         child.off('message', onMessage);
+        child.off('exit', onExit);
         resolve(m as T);
       };
       child.on('message', onMessage);
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+      child.once('exit', onExit);
     });
   const ready = await next<Ready>('ready');
   const cpu = async () => {
