@@ -14,7 +14,7 @@
  * - pause/resume actions in platform mode against standalone mode in the same run (alternating, twice each, with
  *   the CPU per action), then both at a steady 200 per second (open loop): p50 and p99.
  * BENCH_ONLY=accept,process,actions,import runs some of them; BENCH_PROFILE=dir writes svc's CPU profiles;
- * BENCH_SVC_LOG=file keeps svc's log (BENCH_TRACE_GC=1 adds V8's GC lines to it). The last line printed is one JSON object.
+ * BENCH_SVC_LOG=file keeps svc's log (BENCH_TRACE_GC=1 adds V8's GC lines to it; the stand-in's go to the output). The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
@@ -53,13 +53,8 @@ async function standInProcess(): Promise<void> {
     // Answering at once: no shop runs out of query cost (the real platform's limits are its own business).
     bucket: { maximumAvailable: 1e12, restoreRate: 1e12 },
     webhookTimeoutMs: 30_000,
+    keepLog: false,
   });
-  // What the stand-in keeps for tests' assertions (every request and delivery) would grow without end here.
-  setInterval(() => {
-    standIn.requests.length = 0;
-    standIn.webhooks.deliveries.length = 0;
-    standIn.webhooks.events.length = 0;
-  }, 1000).unref();
   /**
    * The platform writes a bulk operation's file on its own machines while the app polls; the stand-in would write it
    * in its only thread, answering nothing meanwhile (seconds for a large shop), so every poll would time out. Here
@@ -136,7 +131,8 @@ type StandInClient = { child: ChildProcess; call<T>(method: string, ...args: unk
 
 async function startStandInProcess(): Promise<StandInClient> {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const gc = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
+  const child = spawn(process.execPath, [...profile, ...gc, '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 1;
   const ready = new Promise<void>((resolve, reject) => {

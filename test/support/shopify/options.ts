@@ -26,6 +26,12 @@ export type StandInOptions = {
   /** Webhooks declared in the app's configuration: the compliance topics always, plus `topics`. */
   appWebhooks?: { uri: string; topics?: string[] };
   bulk?: Partial<BulkSettings>;
+  /**
+   * Whether requests, webhook events and deliveries are kept for tests' assertions (default true). A benchmark turns
+   * it off: a log of every request, kept for seconds, makes the stand-in's garbage collector pause for tens of
+   * milliseconds, and those pauses were the tail of the latencies it measured.
+   */
+  keepLog?: boolean;
 };
 
 /** One request svc sent, as the stand-in saw it (the access token header left out). */

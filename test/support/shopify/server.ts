@@ -130,7 +130,7 @@ async function handle(standIn: StandIn, req: http.IncomingMessage, res: http.Ser
   const rest = m[2];
   const raw = await readBody(req);
   const entry: LoggedRequest = { at: standIn.clock.now(), shop: domain, endpoint: 'other', method: req.method ?? 'GET', path: url.pathname, headers: loggedHeaders(req) };
-  standIn.requests.push(entry);
+  if (standIn.options.keepLog !== false) standIn.requests.push(entry);
   const finish = (status: number, body: unknown, headers?: Record<string, string>) => {
     entry.status = status;
     entry.response = body;

@@ -62,6 +62,7 @@ export class StandIn {
       clock: this.clock,
       timeoutMs: options.webhookTimeoutMs ?? 5000,
       retryDelaysMs: options.webhookRetryDelaysMs ?? [],
+      keepLog: options.keepLog ?? true,
     });
     this.bulk = new BulkRunner(
       { autoComplete: options.bulk?.autoComplete ?? true, delayMs: options.bulk?.delayMs ?? 0 },

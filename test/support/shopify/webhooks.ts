@@ -59,7 +59,7 @@ export class WebhookSender {
   private closed = false;
 
   constructor(
-    private readonly opts: { appSecret: string; apiVersion: string; clock: Clock; timeoutMs: number; retryDelaysMs: number[] },
+    private readonly opts: { appSecret: string; apiVersion: string; clock: Clock; timeoutMs: number; retryDelaysMs: number[]; keepLog: boolean },
   ) {}
 
   fault(fault: WebhookFault, scope: WebhookFaultScope = {}): void {
@@ -73,7 +73,7 @@ export class WebhookSender {
   /** Sends one event of `topic` to every url (one delivery, with its own webhook id, per url; one event id). */
   emit(shop: string, topic: string, payload: unknown, urls: string[]): Delivery[] {
     const eventId = randomUUID();
-    this.events.push({ eventId, shop, topic, payload, urls });
+    if (this.opts.keepLog) this.events.push({ eventId, shop, topic, payload, urls });
     const body = JSON.stringify(payload);
     return urls.map((url) => {
       const webhookId = randomUUID();
@@ -101,7 +101,7 @@ export class WebhookSender {
           'X-Shopify-API-Version': this.opts.apiVersion,
         },
       };
-      this.deliveries.push(delivery);
+      if (this.opts.keepLog) this.deliveries.push(delivery);
       if (rule?.mode === 'drop') delivery.state = 'dropped';
       else if (rule?.mode === 'hold') {
         delivery.state = 'held';
