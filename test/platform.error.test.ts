@@ -257,6 +257,34 @@ describe('plan, uninstall and privacy', () => {
     expect((await get(s.key, '/api/v1/subscription-contracts')).statusCode).toBe(200);
   });
 
+  it('coming back from the platform’s page, the admin learns what became of the subscription: declined, or approved with access on at once', async () => {
+    const admin = (domain: string, url: string) => p.t.inject({ method: 'GET', url, headers: { authorization: `Bearer ${p.standIn.sessionToken(domain)}` } });
+    const upgrade = (domain: string) =>
+      p.t.inject({ method: 'POST', url: '/admin/api/billing/upgrade', headers: { authorization: `Bearer ${p.standIn.sessionToken(domain)}`, 'content-type': 'application/json' }, payload: {} });
+    const declined = await p.install({ contracts: 1, plan: 'basic' });
+    expect((await upgrade(declined.domain)).statusCode).toBe(200);
+    const [first] = p.standIn.shop(declined.domain).appSubscriptions;
+    p.standIn.declineAppSubscription(declined.domain, first.id);
+    const no = await admin(declined.domain, `/admin/api/billing/upgrade/${first.id}`);
+    expect(no.json()).toEqual({ status: 'DECLINED', plan: 'basic' });
+
+    const approved = await p.install({ contracts: 1, plan: 'basic' });
+    expect((await upgrade(approved.domain)).statusCode).toBe(200);
+    const [sub] = p.standIn.shop(approved.domain).appSubscriptions;
+    p.standIn.webhooks.fault({ mode: 'drop' }, { shop: approved.domain, topic: 'app_subscriptions/update' });
+    p.standIn.approveAppSubscription(approved.domain, sub.id);
+    expect((await get(approved.key, '/api/v1/subscription-contracts')).statusCode).toBe(403); // its webhook is lost
+    expect((await admin(approved.domain, `/admin/api/billing/upgrade/${sub.id}`)).json()).toEqual({ status: 'ACTIVE', plan: 'enterprise' });
+    expect((await get(approved.key, '/api/v1/subscription-contracts')).statusCode).toBe(200);
+
+    // Another shop's charge, an unknown one, or not a number.
+    expect((await admin(approved.domain, `/admin/api/billing/upgrade/${first.id}`)).statusCode).toBe(404);
+    expect((await admin(approved.domain, '/admin/api/billing/upgrade/999999999')).statusCode).toBe(404);
+    const bad = await admin(approved.domain, '/admin/api/billing/upgrade/abc');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.code).toBe('invalid_request');
+  });
+
   it('app/uninstalled: keys answer 403 app_not_installed; reinstalling restores them', async () => {
     const s = await p.install({ contracts: 1 });
     p.standIn.uninstall(s.domain);

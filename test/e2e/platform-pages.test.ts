@@ -172,17 +172,19 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     await screenshot(page, 'platform-upgrade-confirmation', false);
     expect(t.adminCalls.some((c) => c.url === '/admin/api/billing/upgrade')).toBe(true);
 
-    // Approved: back to Settings → API, where the page waits for the platform's word (app_subscriptions/update).
+    // Approved: back to Settings → API, where the page asks what became of that subscription; svc reads the plan
+    // again at once, without waiting for the platform's app_subscriptions/update (held back here).
+    p.standIn.webhooks.fault({ mode: 'hold' }, { shop: shop.domain, topic: 'app_subscriptions/update' });
     await page.getByRole('button', { name: 'Approve' }).click();
-    await page.waitForURL((u) => u.pathname === '/admin/settings/api' && u.searchParams.has('charge_id'));
+    await page.waitForURL((u) => u.pathname === '/admin/settings/api');
     expect(page.url().startsWith(`${p.base}/admin/settings/api?`)).toBe(true);
-    await page.getByText('Confirming your Enterprise subscription with Shopify').waitFor();
-    await screenshot(page, 'platform-upgrade-confirming');
-
-    // One subscription, approved: the page offered no second upgrade while it waited.
-    expect(p.standIn.shop(shop.domain).appSubscriptions.map((s) => s.status)).toEqual(['ACTIVE']);
-    await p.settle();
     await page.getByText('The Enterprise plan is active').waitFor({ timeout: 10_000 });
+    expect(t.adminCalls.some((c) => /^\/admin\/api\/billing\/upgrade\/\d+$/.test(c.url))).toBe(true);
+    // One subscription, approved: the page offered no second upgrade.
+    expect(p.standIn.shop(shop.domain).appSubscriptions.map((s) => s.status)).toEqual(['ACTIVE']);
+    p.standIn.webhooks.clearFaults();
+    p.standIn.webhooks.release();
+    await p.settle();
     await expect.poll(() => new URL(page.url()).searchParams.has('charge_id')).toBe(false);
     await screenshot(page, 'platform-upgrade-confirmed');
 
@@ -192,6 +194,24 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     await expect.poll(() => generate.isEnabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Upgrade to Enterprise' }).count()).toBe(0);
     await screenshot(page, 'platform-upgrade-after-reload');
+    await done();
+  });
+
+  it('Upgrade to Enterprise, declined on the platform: the page says so at once, and the upgrade stays on offer', async () => {
+    const shop = await p.install({ contracts: 1, plan: 'basic' });
+    const t = await tab();
+    const { page } = t;
+    await open(t, shop.domain);
+    await page.getByRole('button', { name: 'Upgrade to Enterprise' }).click();
+    await page.waitForURL(/\/admin\/charges\/.*confirm_recurring_application_charge/);
+    await page.getByRole('button', { name: 'Decline' }).click();
+    await page.waitForURL((u) => u.pathname === '/admin/settings/api');
+    await page.getByText('The Enterprise subscription was not approved').waitFor({ timeout: 5_000 });
+    await expect.poll(() => new URL(page.url()).searchParams.has('charge_id')).toBe(false);
+    expect(p.standIn.shop(shop.domain).appSubscriptions.map((s) => s.status)).toEqual(['DECLINED']);
+    expect(await page.getByRole('button', { name: 'Upgrade to Enterprise' }).isEnabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Generate key' }).isDisabled()).toBe(true);
+    await screenshot(page, 'platform-upgrade-declined');
     await done();
   });
 

@@ -111,6 +111,8 @@ export type AdminApi = {
   shop(): Promise<ShopInfo>;
   /** Platform mode: creates the Enterprise app subscription; the merchant approves it on the platform's page. */
   upgrade(): Promise<{ confirmationUrl: string }>;
+  /** Platform mode: what became of the subscription the merchant comes back from (`charge_id`). */
+  upgradeOutcome(chargeId: string): Promise<{ status: string; plan: string }>;
   keys(): Promise<KeyList>;
   generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
@@ -175,6 +177,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
   return {
     shop: () => call('GET', '/shop'),
     upgrade: () => call('POST', '/billing/upgrade', {}),
+    upgradeOutcome: (chargeId) => call('GET', `/billing/upgrade/${encodeURIComponent(chargeId)}`),
     keys: () => call('GET', '/keys'),
     generateKey: (name, access) => call('POST', '/keys', name ? { name, access } : { access }),
     revokeKey: (id) => call('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),

@@ -122,6 +122,27 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     },
   });
 
+  r.get('/billing/upgrade/:chargeId', {
+    schema: {
+      tags,
+      params: z.strictObject({ chargeId: z.string().regex(/^\d{1,19}$/, 'A charge id is the number the platform put in charge_id.') }),
+      response: {
+        200: z.object({
+          status: z.enum(['PENDING', 'ACCEPTED', 'ACTIVE', 'DECLINED', 'EXPIRED', 'FROZEN', 'CANCELLED']).describe('The app subscription’s status on the platform.'),
+          plan: z.string().describe('The shop’s plan now (read again from the platform when the subscription is active).'),
+        }),
+        ...adminErrors,
+        404: err('not_found'),
+      },
+    },
+    handler: async (req) => {
+      if (!shopify) throw new ServiceError('not_found', 'Upgrading through the platform exists in platform mode only.');
+      const outcome = await shopify.installer.upgradeOutcome(req.adminShop!, req.params.chargeId);
+      if (!outcome) throw new ServiceError('not_found', 'This store has no Enterprise subscription with that charge id.');
+      return outcome as { status: 'ACTIVE'; plan: string };
+    },
+  });
+
   r.get('/keys', {
     schema: { tags, response: { 200: z.object({ keys: z.array(ApiKey), activeCount: z.number().int() }), ...adminErrors } },
     handler: async (req) => listKeys({ ctx, input: { shopId: shopId(req) } }),

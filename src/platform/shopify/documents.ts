@@ -103,6 +103,11 @@ export const CREATE_APP_SUBSCRIPTION = `mutation SvcCreateAppSubscription($name:
   }
 }`;
 
+/** One app subscription by id: the charge the merchant comes back from (`?charge_id=` on the return URL). */
+export const APP_SUBSCRIPTION = `query SvcAppSubscription($id: ID!) {
+  node(id: $id) { ... on AppSubscription { id name status } }
+}`;
+
 export const RUN_BULK_QUERY = `mutation SvcRunBulkQuery($query: String!) {
   bulkOperationRunQuery(query: $query) {
     bulkOperation { id status }
@@ -126,6 +131,7 @@ export const ALL_DOCUMENTS = {
   SUBSCRIBE,
   APP_SUBSCRIPTIONS,
   CREATE_APP_SUBSCRIPTION,
+  APP_SUBSCRIPTION,
   RUN_BULK_QUERY,
   BULK_OPERATION,
 };

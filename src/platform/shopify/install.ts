@@ -186,6 +186,19 @@ export class ShopifyInstaller {
     return { confirmationUrl: a.confirmationUrl };
   }
 
+  /**
+   * What became of the subscription the merchant comes back from (`charge_id` on the return URL): approved, the plan
+   * is read at once (the platform's webhook saying so comes a moment later); declined or expired, the page says so
+   * instead of waiting. Null when the shop has no Enterprise subscription of that id.
+   */
+  async upgradeOutcome(shop: ShopRef, chargeId: string): Promise<{ status: string; plan: string } | null> {
+    type Sub = { node: { name?: string; status?: string } | null };
+    const r = await this.admin.graphql<Sub>(shop, doc.APP_SUBSCRIPTION, { id: `gid://shopify/AppSubscription/${chargeId}` });
+    if (!r.node?.status || r.node.name !== ENTERPRISE_SUBSCRIPTION) return null;
+    const plan = r.node.status === 'ACTIVE' ? await this.refreshPlan(shop) : (await this.ctx.db.orm.select({ plan: shops.plan }).from(shops).where(eq(shops.id, shop.id)))[0].plan;
+    return { status: r.node.status, plan };
+  }
+
   // ---- import ----
 
   /**

@@ -40,13 +40,17 @@ export function useUpgrade() {
 const CONFIRM_POLL_MS = 2_000;
 const CONFIRM_TRIES = 30;
 
-export type ReturnState = 'none' | 'confirming' | 'confirmed' | 'unconfirmed';
+export type ReturnState = 'none' | 'confirming' | 'confirmed' | 'unconfirmed' | 'declined';
+
+/** A subscription in one of these will not turn API access on: the page says so instead of waiting. */
+const NOT_APPROVED = new Set(['DECLINED', 'EXPIRED', 'CANCELLED']);
 
 /**
- * Back from the platform's confirmation page (`?charge_id=…`): approving there does not reach svc at once, the
- * platform tells it with a webhook a moment later. Until then the page says the upgrade is being confirmed and asks
- * again every few seconds; once API access is on (or the wait is over) the charge id leaves the address bar, so a
- * reload is an ordinary visit.
+ * Back from the platform's confirmation page (`?charge_id=…`): the page asks svc what became of that subscription.
+ * Declined (or expired), it says so at once. Approved, svc reads the plan again and API access is on; the platform's
+ * webhook saying so may also come a moment later, so until then the page says the upgrade is being confirmed and
+ * asks again every few seconds. Once settled (or the wait is over) the charge id leaves the address bar, so a reload
+ * is an ordinary visit.
  */
 export function useUpgradeReturn(shop: ShopInfo | null, onShop: (s: ShopInfo) => void) {
   const { api } = useAdminApi();
@@ -54,6 +58,7 @@ export function useUpgradeReturn(shop: ShopInfo | null, onShop: (s: ShopInfo) =>
     new URLSearchParams(window.location.search).has('charge_id') ? 'confirming' : 'none',
   );
   const [round, setRound] = useState(0);
+  const [chargeId] = useState(() => new URLSearchParams(window.location.search).get('charge_id'));
   const onShopRef = useRef(onShop);
   onShopRef.current = onShop;
   const allowed = shop?.shop.apiAccess.allowed ?? false;
@@ -72,6 +77,15 @@ export function useUpgradeReturn(shop: ShopInfo | null, onShop: (s: ShopInfo) =>
     const tick = async () => {
       tries++;
       try {
+        if (chargeId && /^\d{1,19}$/.test(chargeId)) {
+          const outcome = await api.upgradeOutcome(chargeId).catch(() => null);
+          if (stopped) return;
+          if (outcome && NOT_APPROVED.has(outcome.status)) {
+            setState('declined');
+            forgetChargeId();
+            return;
+          }
+        }
         const s = await api.shop();
         if (stopped) return;
         if (s.shop.apiAccess.allowed) {
@@ -89,12 +103,12 @@ export function useUpgradeReturn(shop: ShopInfo | null, onShop: (s: ShopInfo) =>
       }
       timer = setTimeout(() => void tick(), CONFIRM_POLL_MS);
     };
-    timer = setTimeout(() => void tick(), CONFIRM_POLL_MS);
+    timer = setTimeout(() => void tick(), tries === 0 && round === 0 ? 0 : CONFIRM_POLL_MS);
     return () => {
       stopped = true;
       clearTimeout(timer);
     };
-  }, [api, state, loaded, allowed, round]);
+  }, [api, state, loaded, allowed, round, chargeId]);
 
   const checkAgain = () => {
     setState('confirming');
@@ -123,6 +137,13 @@ export function UpgradeReturnBanner({ state, onDismiss, onCheckAgain }: { state:
     return (
       <Banner tone="success" title="The Enterprise plan is active" onDismiss={onDismiss}>
         <p>API access is on: generate a key below. Keys the store already had work again.</p>
+      </Banner>
+    );
+  }
+  if (state === 'declined') {
+    return (
+      <Banner tone="warning" title="The Enterprise subscription was not approved" onDismiss={onDismiss}>
+        <p>Nothing changed: the store stays on its plan, and you can upgrade again at any time.</p>
       </Banner>
     );
   }
