@@ -18,7 +18,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { createWriteStream, readFileSync } from 'node:fs';
 import os from 'node:os';
 import autocannon from 'autocannon';
@@ -27,7 +26,7 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { benchDatabase, buildServer, cpuMs, freePort, peakRssMb, root } from './support.js';
+import { benchDatabase, buildServer, cpuMs, freePort, pauseResumeNext, pauseResumeRequests, peakRssMb, root, steadyRate } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const INBOX = Number(process.env.BENCH_INBOX ?? 5000);
@@ -198,7 +197,6 @@ const rssMb = (pid: number) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 };
-const percentile = (sorted: number[], q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 10) / 10;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function one<T>(db: Database, sql: string, params: unknown[] = []): Promise<T> {
@@ -230,88 +228,11 @@ async function openAdmin(db: Database, svcUrl: string, standIn: StandInClient, d
   return (await one<{ id: string }>(db, `SELECT id::text AS id FROM shops WHERE domain = $1`, [domain])).id;
 }
 
-/** Pause/resume requests for autocannon over contracts whose paused ones are known; no two at once on one contract. */
-function toggleRequests(ids: string[], paused: Set<string>, connections: number, statuses: Record<number, number> = {}) {
-  let slice = 0;
-  const per = Math.floor(ids.length / connections);
-  return {
-    method: 'POST' as const,
-    setupRequest: (r: any, c: any) => {
-      if (!c.mine) {
-        c.mine = ids.slice(slice * per, (slice + 1) * per);
-        slice = (slice + 1) % connections;
-      }
-      c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
-      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
-    },
-    onResponse: (status: number, _body: string, c: any) => {
-      statuses[status] = (statuses[status] ?? 0) + 1;
-      if (status === 200) (paused.has(c.id) ? paused.delete(c.id) : paused.add(c.id));
-    },
-  };
-}
-
 async function pausedAmong(db: Database, shopId: string, ids: string[]): Promise<Set<string>> {
   const rows = await db.withSession((q) =>
     q<{ id: string }>(`SELECT id::text AS id FROM subscription_contracts WHERE shop_id = $1 AND status = 'PAUSED' AND id = ANY($2::bigint[])`, [shopId, ids]),
   );
   return new Set(rows.map((r) => r.id));
-}
-
-/** Pause/resume at a steady rate, open loop (latency from when each request was due), after a second of warm-up. */
-async function steadyActions(url: string, auth: Record<string, string>, ids: string[], paused: Set<string>, rate: number, seconds: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const latencies: number[] = [];
-  let non2xx = 0;
-  let errors = 0;
-  const busy = new Set<string>();
-  const inFlight: Promise<void>[] = [];
-  const send = (due: number, record: boolean) =>
-    new Promise<void>((resolve) => {
-      let id = ids[Math.floor(Math.random() * ids.length)];
-      for (let tries = 0; busy.has(id) && tries < 20; tries++) id = ids[Math.floor(Math.random() * ids.length)];
-      busy.add(id);
-      const pausing = !paused.has(id);
-      const req = http.request(`${url}/api/v1/subscription-contracts/${id}/actions`, { method: 'POST', agent, headers: auth }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          busy.delete(id);
-          if (res.statusCode === 200) (pausing ? paused.add(id) : paused.delete(id));
-          if (record) {
-            latencies.push(performance.now() - due);
-            if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
-          }
-          resolve();
-        });
-      });
-      req.on('error', () => {
-        busy.delete(id);
-        if (record) errors++;
-        resolve();
-      });
-      req.end(pausing ? '{"action":"pause"}' : '{"action":"resume"}');
-    });
-  const paced = (secs: number, record: boolean) =>
-    new Promise<void>((finished) => {
-      const total = Math.round(rate * secs);
-      const interval = 1000 / rate;
-      const start = performance.now();
-      let i = 0;
-      const tick = () => {
-        const now = performance.now();
-        for (; i < total && start + i * interval <= now; i++) inFlight.push(send(start + i * interval, record));
-        if (i < total) setTimeout(tick, Math.max(0, start + i * interval - performance.now()));
-        else finished();
-      };
-      tick();
-    });
-  await paced(1, false);
-  await Promise.all(inFlight.splice(0));
-  await paced(seconds, true);
-  await Promise.all(inFlight);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), non2xx, errors, sent: latencies.length };
 }
 
 // ---- the run ------------------------------------------------------------------------------------------------------
@@ -529,7 +450,7 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
     const paused = await pausedAmong(s.db, shopId, ids);
     const before = { svc: cpuMs({ pid: target.child.pid! }), standIn: cpuMs({ pid: s.standInPid }), postgres: cpuMs({ name: 'postgres' }) };
     const statuses: Record<number, number> = {};
-    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [toggleRequests(ids, paused, CONNECTIONS, statuses)] });
+    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [pauseResumeRequests(ids, CONNECTIONS, { paused, statuses })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     const cpu = { svc: us(cpuMs({ pid: target.child.pid! }) - before.svc), standIn: us(cpuMs({ pid: s.standInPid }) - before.standIn), postgres: us(cpuMs({ name: 'postgres' }) - before.postgres) };
     return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, statuses, cpu };
@@ -546,9 +467,11 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
     );
   }
   await s.standIn.call('flush');
-  const fixedPlatform = await steadyActions(shop.svc.url, shop.auth, actionIds, await pausedAmong(s.db, shop.shopId, actionIds), RATE, SECONDS);
+  const pickAction = () => actionIds[Math.floor(Math.random() * actionIds.length)];
+  const fixedPlatform = await steadyRate({ rate: RATE, seconds: SECONDS, connections: CONNECTIONS, headers: shop.auth, next: pauseResumeNext(shop.svc.url, pickAction, await pausedAmong(s.db, shop.shopId, actionIds)) });
   console.log(`platform actions at ${RATE}/s: p50 ${fixedPlatform.p50} ms, p99 ${fixedPlatform.p99} ms (non-2xx ${fixedPlatform.non2xx}, errors ${fixedPlatform.errors})`);
-  const fixedStandalone = await steadyActions(standalone.url, standaloneAuth, standaloneIds, await pausedAmong(s.db, standaloneShop.id, standaloneIds), RATE, SECONDS);
+  const pickStandalone = () => standaloneIds[Math.floor(Math.random() * standaloneIds.length)];
+  const fixedStandalone = await steadyRate({ rate: RATE, seconds: SECONDS, connections: CONNECTIONS, headers: standaloneAuth, next: pauseResumeNext(standalone.url, pickStandalone, await pausedAmong(s.db, standaloneShop.id, standaloneIds)) });
   console.log(`standalone actions at ${RATE}/s: p50 ${fixedStandalone.p50} ms, p99 ${fixedStandalone.p99} ms (non-2xx ${fixedStandalone.non2xx}, errors ${fixedStandalone.errors})`);
   await s.standIn.call('flush');
   await stopSvc(standalone);

@@ -5,7 +5,6 @@
  * (default 10) at 50 connections, each right after a baseline run of its method, and gives each scenario's ratio to
  * that run. The last line printed is one JSON object.
  */
-import http from 'node:http';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { newRawKey } from '../src/domain/keys.js';
@@ -13,13 +12,12 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, peakRssMb, startChild } from './support.js';
+import { benchDatabase, buildServer, cpuMs, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
 const CONTRACTS = 2000;
 const FIXED_RATE = 500;
-const WARMUP_SECONDS = 1;
 
 type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
 
@@ -57,71 +55,10 @@ async function run(name: string, opts: autocannon.Options, key?: string): Promis
   return res;
 }
 
-/**
- * Latency at a steady rate: one request every 1000/rate ms, open loop (a request is sent when it is due whether or
- * not earlier ones have been answered), latency measured from when it was due, so a stall counts against every
- * request it delays. Not autocannon's `overallRate`: that lets each connection send its share of the second back to
- * back at the start of every second, which measures a burst of `rate` requests once a second.
- */
-async function steadyRate(
-  name: string,
-  key: string,
-  rate: number,
-  next: () => { method: 'GET' | 'POST'; url: string; body?: string; done?: (status: number) => void },
-  headers: Record<string, string>,
-): Promise<Result> {
+/** Latency at a steady rate (support.ts steadyRate), printed as a row. */
+async function steadyRow(name: string, key: string, rate: number, next: () => SteadyRequest, headers: Record<string, string>): Promise<Result> {
   if (!wanted(key)) return SKIPPED;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const latencies: number[] = [];
-  let errors = 0;
-  let non2xx = 0;
-  const interval = 1000 / rate;
-  const inFlight: Promise<void>[] = [];
-  const send = (due: number, record: boolean) =>
-    new Promise<void>((resolve) => {
-      const r = next();
-      const req = http.request(r.url, { method: r.method, agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if (record) {
-            latencies.push(performance.now() - due);
-            if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
-          }
-          r.done?.(res.statusCode!);
-          resolve();
-        });
-      });
-      req.on('error', () => {
-        if (record) errors++;
-        resolve();
-      });
-      req.end(r.body);
-    });
-  // Every request due by now goes out now; then sleep until the next is due. No busy-waiting (the load generator
-  // shares the machine's cores with svc and PostgreSQL): a timer that fires late makes requests late, and that
-  // lateness counts in their latency.
-  const paced = (seconds: number, record: boolean) =>
-    new Promise<number>((finished) => {
-      const total = Math.round(rate * seconds);
-      const start = performance.now();
-      let i = 0;
-      const tick = () => {
-        const now = performance.now();
-        for (; i < total && start + i * interval <= now; i++) inFlight.push(send(start + i * interval, record));
-        if (i < total) setTimeout(tick, Math.max(0, start + i * interval - performance.now()));
-        else finished(start);
-      };
-      tick();
-    });
-  // A second at the same rate first, not counted: connections opened, code warmed, as in a running service.
-  await paced(WARMUP_SECONDS, false);
-  await Promise.all(inFlight.splice(0));
-  const start = await paced(SECONDS, true);
-  await Promise.all(inFlight);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
-  const res = { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx };
+  const res = await steadyRate({ rate, seconds: SECONDS, connections: CONNECTIONS, headers, next });
   console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}  (steady, open loop)`);
   return res;
 }
@@ -199,32 +136,8 @@ async function main() {
     ],
   }, 'mcp');
   // Steady 500 requests/s: GETs of random contracts, then pause/resume actions (never two at once on one contract).
-  const fixedGet = await steadyRate(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
-  const paused = new Set<string>();
-  const busy = new Set<string>();
-  const fixedAction = await steadyRate(
-    `svc action at ${FIXED_RATE}/s`,
-    'fixedAction',
-    FIXED_RATE,
-    () => {
-      // A contract not being acted on; when a server that cannot keep up has most of them queued, any contract
-      // (a rare 409 then counts as non-2xx).
-      let id = randomId();
-      for (let tries = 0; busy.has(id) && tries < 20; tries++) id = randomId();
-      busy.add(id);
-      const pausing = !paused.has(id);
-      return {
-        method: 'POST',
-        url: `${svc.url}/api/v1/subscription-contracts/${id}/actions`,
-        body: pausing ? '{"action":"pause"}' : '{"action":"resume"}',
-        done: (status) => {
-          busy.delete(id);
-          if (status === 200) (pausing ? paused.add(id) : paused.delete(id));
-        },
-      };
-    },
-    auth,
-  );
+  const fixedGet = await steadyRow(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
+  const fixedAction = await steadyRow(`svc action at ${FIXED_RATE}/s`, 'fixedAction', FIXED_RATE, pauseResumeNext(svc.url, randomId, new Set<string>()), auth);
   const rss = peakRssMb(svc.child.pid!);
 
   // The JSON's baseline is the run paired with the GET and with the action scenario.

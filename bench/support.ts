@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,9 +115,10 @@ export async function benchDatabase(): Promise<{ db: Database; env: NodeJS.Proce
 
 /**
  * autocannon requests that pause and resume contracts: each connection owns a slice of `ids` and toggles pause/resume
- * on its own contracts, so no two requests meet on one contract and every action is allowed.
+ * on its own contracts, so no two requests meet on one contract and every action is allowed. `paused`: the contracts
+ * paused already (kept current as the run goes); `statuses` counts the answers.
  */
-export function pauseResumeRequests(ids: string[], connections: number) {
+export function pauseResumeRequests(ids: string[], connections: number, opts: { paused?: Set<string>; statuses?: Record<number, number> } = {}) {
   let slice = 0;
   const per = Math.floor(ids.length / connections);
   return {
@@ -124,14 +126,102 @@ export function pauseResumeRequests(ids: string[], connections: number) {
     setupRequest: (r: any, c: any) => {
       if (!c.mine) {
         c.mine = ids.slice(slice * per, (slice + 1) * per);
-        c.paused = new Set<string>();
+        c.paused = opts.paused ?? new Set<string>();
         slice = (slice + 1) % connections;
       }
       c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
       return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: c.paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
     },
     onResponse: (status: number, _body: string, c: any) => {
+      if (opts.statuses) opts.statuses[status] = (opts.statuses[status] ?? 0) + 1;
       if (status === 200) (c.paused.has(c.id) ? c.paused.delete(c.id) : c.paused.add(c.id));
     },
+  };
+}
+
+export type SteadyRequest = { method: 'GET' | 'POST'; url: string; body?: string; done?: (status: number | null) => void };
+export type SteadyResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
+
+/**
+ * Latency at a steady rate: one request every 1000/rate ms, open loop (a request is sent when it is due whether or
+ * not earlier ones have been answered), latency measured from when it was due, so a stall counts against every
+ * request it delays. Not autocannon's `overallRate`: that lets each connection send its share of the second back to
+ * back at the start of every second, which measures a burst of `rate` requests once a second. A second at the same
+ * rate goes first, not counted: connections opened, code warmed, as in a running service.
+ */
+export async function steadyRate(opts: { rate: number; seconds: number; connections: number; headers: Record<string, string>; next: () => SteadyRequest }): Promise<SteadyResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  const interval = 1000 / opts.rate;
+  const inFlight: Promise<void>[] = [];
+  const send = (due: number, record: boolean) =>
+    new Promise<void>((resolve) => {
+      const r = opts.next();
+      const req = http.request(r.url, { method: r.method, agent, headers: opts.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (record) {
+            latencies.push(performance.now() - due);
+            if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
+          }
+          r.done?.(res.statusCode!);
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        if (record) errors++;
+        r.done?.(null);
+        resolve();
+      });
+      req.end(r.body);
+    });
+  // Every request due by now goes out now; then sleep until the next is due. No busy-waiting (the load generator
+  // shares the machine's cores with svc and PostgreSQL): a timer that fires late makes requests late, and that
+  // lateness counts in their latency.
+  const paced = (seconds: number, record: boolean) =>
+    new Promise<number>((finished) => {
+      const total = Math.round(opts.rate * seconds);
+      const start = performance.now();
+      let i = 0;
+      const tick = () => {
+        const now = performance.now();
+        for (; i < total && start + i * interval <= now; i++) inFlight.push(send(start + i * interval, record));
+        if (i < total) setTimeout(tick, Math.max(0, start + i * interval - performance.now()));
+        else finished(start);
+      };
+      tick();
+    });
+  await paced(1, false);
+  await Promise.all(inFlight.splice(0));
+  const start = await paced(opts.seconds, true);
+  await Promise.all(inFlight);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
+  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx };
+}
+
+/**
+ * For steadyRate: pause or resume a contract no earlier request is still acting on (when a server that cannot keep
+ * up has most of them queued, any contract: a rare 409 then counts as non-2xx). `paused` is kept current.
+ */
+export function pauseResumeNext(baseUrl: string, pick: () => string, paused: Set<string>): () => SteadyRequest {
+  const busy = new Set<string>();
+  return () => {
+    let id = pick();
+    for (let tries = 0; busy.has(id) && tries < 20; tries++) id = pick();
+    busy.add(id);
+    const pausing = !paused.has(id);
+    return {
+      method: 'POST',
+      url: `${baseUrl}/api/v1/subscription-contracts/${id}/actions`,
+      body: pausing ? '{"action":"pause"}' : '{"action":"resume"}',
+      done: (status) => {
+        busy.delete(id);
+        if (status === 200) (pausing ? paused.add(id) : paused.delete(id));
+      },
+    };
   };
 }
