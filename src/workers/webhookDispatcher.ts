@@ -4,6 +4,7 @@ import { toContractEvent } from '../domain/resources.js';
 import { DISABLE_AFTER_FAILING_MS, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
 import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from '../webhooks/send.js';
+import { mapInLanes } from '../lanes.js';
 import { Worker, type WorkerLog } from './worker.js';
 
 /** Channel the outbox's trigger notifies when deliveries are written (migration 0005). */
@@ -121,21 +122,13 @@ export class WebhookDispatcher extends Worker {
     return made;
   }
 
-  private async sendAll(claimed: ClaimedDelivery[]): Promise<AttemptOutcome[]> {
-    const out = new Array<AttemptOutcome>(claimed.length);
-    let next = 0;
-    const lane = async () => {
-      while (next < claimed.length) {
-        const i = next++;
-        const d = claimed[i];
-        const { body, headers } = signedRequest(d, (this.opts.signingClock ?? systemClock).now());
-        const result = await postWebhook(d.url, headers, body, this.ctx.webhookAddresses, this.opts.timeoutMs);
-        out[i] = outcomeOf(d, result, this.ctx.clock.now(), this.opts.random);
-        if (result.error) this.log?.info({ delivery: d.id, endpoint: d.endpointId, attempt: d.attempts, status: result.statusCode, error: result.error }, 'webhook delivery attempt failed');
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 50, claimed.length) }, lane));
-    return out;
+  private sendAll(claimed: ClaimedDelivery[]): Promise<AttemptOutcome[]> {
+    return mapInLanes(claimed, this.opts.concurrency ?? 50, async (d) => {
+      const { body, headers } = signedRequest(d, (this.opts.signingClock ?? systemClock).now());
+      const result = await postWebhook(d.url, headers, body, this.ctx.webhookAddresses, this.opts.timeoutMs);
+      if (result.error) this.log?.info({ delivery: d.id, endpoint: d.endpointId, attempt: d.attempts, status: result.statusCode, error: result.error }, 'webhook delivery attempt failed');
+      return outcomeOf(d, result, this.ctx.clock.now(), this.opts.random);
+    });
   }
 
   /** The delivery log is kept 30 days: older finished deliveries go, at most once an hour per instance. */

@@ -19,6 +19,7 @@ import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js
 import { ErrorEnvelope } from '../errors.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import type { Shopify } from '../../platform/shopify/index.js';
+import { APP_SUBSCRIPTION_STATUSES } from '../../platform/shopify/install.js';
 import {
   ContractIdParams,
   ContractListResponse,
@@ -128,7 +129,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       params: z.strictObject({ chargeId: z.string().regex(/^\d{1,19}$/, 'A charge id is the number the platform put in charge_id.') }),
       response: {
         200: z.object({
-          status: z.enum(['PENDING', 'ACCEPTED', 'ACTIVE', 'DECLINED', 'EXPIRED', 'FROZEN', 'CANCELLED']).describe('The app subscription’s status on the platform.'),
+          status: z.enum(APP_SUBSCRIPTION_STATUSES).describe('The app subscription’s status on the platform.'),
           plan: z.string().describe('The shop’s plan now (read again from the platform when the subscription is active).'),
         }),
         ...adminErrors,
@@ -139,7 +140,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       if (!shopify) throw new ServiceError('not_found', 'Upgrading through the platform exists in platform mode only.');
       const outcome = await shopify.installer.upgradeOutcome(req.adminShop!, req.params.chargeId);
       if (!outcome) throw new ServiceError('not_found', 'This store has no Enterprise subscription with that charge id.');
-      return outcome as { status: 'ACTIVE'; plan: string };
+      return outcome;
     },
   });
 

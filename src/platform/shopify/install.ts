@@ -54,6 +54,10 @@ export type InstallLog = { info(obj: object, msg: string): void; warn(obj: objec
  * bulk operation for a large one), with progress kept on the installation row. Every step can run again: a stopped
  * process's import is taken over by the next reconciliation round.
  */
+/** AppSubscriptionStatus of the Admin API (2026-10). */
+export const APP_SUBSCRIPTION_STATUSES = ['PENDING', 'ACCEPTED', 'ACTIVE', 'DECLINED', 'EXPIRED', 'FROZEN', 'CANCELLED'] as const;
+export type AppSubscriptionStatus = (typeof APP_SUBSCRIPTION_STATUSES)[number];
+
 export class ShopifyInstaller {
   private readonly running = new Map<string, Promise<void>>();
   private readonly installing = new Map<string, Promise<void>>();
@@ -191,8 +195,8 @@ export class ShopifyInstaller {
    * is read at once (the platform's webhook saying so comes a moment later); declined or expired, the page says so
    * instead of waiting. Null when the shop has no Enterprise subscription of that id.
    */
-  async upgradeOutcome(shop: ShopRef, chargeId: string): Promise<{ status: string; plan: string } | null> {
-    type Sub = { node: { name?: string; status?: string } | null };
+  async upgradeOutcome(shop: ShopRef, chargeId: string): Promise<{ status: AppSubscriptionStatus; plan: string } | null> {
+    type Sub = { node: { name?: string; status?: AppSubscriptionStatus } | null };
     const r = await this.admin.graphql<Sub>(shop, doc.APP_SUBSCRIPTION, { id: `gid://shopify/AppSubscription/${chargeId}` });
     if (!r.node?.status || r.node.name !== ENTERPRISE_SUBSCRIPTION) return null;
     const plan = r.node.status === 'ACTIVE' ? await this.refreshPlan(shop) : (await this.ctx.db.orm.select({ plan: shops.plan }).from(shops).where(eq(shops.id, shop.id)))[0].plan;

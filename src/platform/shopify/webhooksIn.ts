@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { inArray } from 'drizzle-orm';
 import { Batcher, perDatabase } from '../../db/batcher.js';
+import { mapInLanes } from '../../lanes.js';
 import { ContractBusy } from '../../db/commitContractChange.js';
 import { isDatabaseUnavailable, type Database } from '../../db/client.js';
 import { shops } from '../../db/schema.js';
@@ -11,7 +12,7 @@ import { contractGid, contractIdOf, isNewerRevision, mirrorFields, type Platform
 import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer, eraseShop } from './privacy.js';
-import { mirroredRevisions, syncContract, type SyncOutcome } from './sync.js';
+import { mirroredRevisions, syncContract } from './sync.js';
 
 /**
  * Webhooks from the platform (PRODUCT §9). Receiving is cheap and durable: check the HMAC, store the delivery
@@ -94,7 +95,7 @@ const receipts = perDatabase(
 type Stored = { webhook_id: string; shop_domain: string; topic: string; payload: Record<string, unknown>; triggered_at: Date | null; attempts: number };
 
 /** What processing one stored delivery did, for logs and tests. */
-export type Processed = { topic: string; outcome: SyncOutcome | 'ignored' | 'done' };
+export type Processed = { topic: string; outcome: 'ignored' | 'done' };
 
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 20;
@@ -157,7 +158,7 @@ export class PlatformInbox {
       if (!shop) continue; // not a shop svc knows: nothing to do
       units.push(...(await this.contractUnits(shop, ws, fail)));
     }
-    await inLanes(units, LANES);
+    await mapInLanes(units, LANES, (unit) => unit());
     for (const w of claimed) {
       if (contractOf(w) !== null) continue;
       try {
@@ -272,14 +273,12 @@ export class PlatformInbox {
     return (await this.shops([domain])).get(domain) ?? null;
   }
 
-  /** Processes one stored delivery on its own. */
-  async process(w: Stored): Promise<Processed> {
+  /** Processes one stored delivery of a topic other than a contract signal (those go by round: contractUnits). */
+  private async process(w: Stored): Promise<Processed> {
     const shop = await this.shop(w.shop_domain);
     const p = w.payload;
     const topic = w.topic;
     if (!shop) return { topic, outcome: 'ignored' };
-    const contract = contractOf(w);
-    if (contract !== null) return { topic, outcome: await this.resync(shop, contract) };
     switch (topic) {
       case 'app/uninstalled': {
         const row = await this.installer.installation(shop.id);
@@ -325,14 +324,6 @@ export class PlatformInbox {
         return { topic, outcome: 'ignored' };
     }
   }
-
-  /** A contract signal: re-read the contract and apply it if newer. */
-  async resync(shop: ShopRef, contractId: string): Promise<SyncOutcome | 'ignored'> {
-    const data = await this.admin.graphql<{ subscriptionContract: PlatformContract | null }>(shop, doc.CONTRACT, { id: contractGid(contractId) });
-    const f = data.subscriptionContract && mirrorFields(data.subscriptionContract);
-    if (!f) return 'ignored';
-    return syncContract(this.ctx, shop.id, f, { announce: true });
-  }
 }
 
 /** A numeric id from a payload (a number, a numeric string, or a gid), or null. */
@@ -354,13 +345,4 @@ function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
     else out.set(k, [x]);
   }
   return out;
-}
-
-/** Runs the units, at most `lanes` at once. */
-async function inLanes(units: (() => Promise<void>)[], lanes: number): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < units.length) await units[next++]();
-  };
-  await Promise.all(Array.from({ length: Math.min(lanes, units.length) }, lane));
 }
