@@ -131,7 +131,7 @@ type StandInClient = { child: ChildProcess; call<T>(method: string, ...args: unk
 async function startStandInProcess(): Promise<StandInClient> {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const gc = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
-  const child = spawn(process.execPath, [...profile, ...gc, '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [...profile, ...gc, ...(process.env.STANDIN_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 1;
   const ready = new Promise<void>((resolve, reject) => {
@@ -469,10 +469,10 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
   await s.standIn.call('flush');
   const pickAction = () => actionIds[Math.floor(Math.random() * actionIds.length)];
   const fixedPlatform = await steadyRate({ rate: RATE, seconds: SECONDS, connections: CONNECTIONS, headers: shop.auth, next: pauseResumeNext(shop.svc.url, pickAction, await pausedAmong(s.db, shop.shopId, actionIds)) });
-  console.log(`platform actions at ${RATE}/s: p50 ${fixedPlatform.p50} ms, p99 ${fixedPlatform.p99} ms (non-2xx ${fixedPlatform.non2xx}, errors ${fixedPlatform.errors})`);
+  console.log(`platform actions at ${RATE}/s: p50 ${fixedPlatform.p50} ms, p99 ${fixedPlatform.p99} ms (statuses ${JSON.stringify(fixedPlatform.statuses)}, errors ${fixedPlatform.errors})`);
   const pickStandalone = () => standaloneIds[Math.floor(Math.random() * standaloneIds.length)];
   const fixedStandalone = await steadyRate({ rate: RATE, seconds: SECONDS, connections: CONNECTIONS, headers: standaloneAuth, next: pauseResumeNext(standalone.url, pickStandalone, await pausedAmong(s.db, standaloneShop.id, standaloneIds)) });
-  console.log(`standalone actions at ${RATE}/s: p50 ${fixedStandalone.p50} ms, p99 ${fixedStandalone.p99} ms (non-2xx ${fixedStandalone.non2xx}, errors ${fixedStandalone.errors})`);
+  console.log(`standalone actions at ${RATE}/s: p50 ${fixedStandalone.p50} ms, p99 ${fixedStandalone.p99} ms (statuses ${JSON.stringify(fixedStandalone.statuses)}, errors ${fixedStandalone.errors})`);
   await s.standIn.call('flush');
   await stopSvc(standalone);
   const avg = (xs: Awaited<ReturnType<typeof run>>[], f: (r: Awaited<ReturnType<typeof run>>) => number) => Math.round(mean(xs.map(f)));

@@ -140,7 +140,7 @@ export function pauseResumeRequests(ids: string[], connections: number, opts: { 
 }
 
 export type SteadyRequest = { method: 'GET' | 'POST'; url: string; body?: string; done?: (status: number | null) => void };
-export type SteadyResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
+export type SteadyResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number; /** Answers by status code. */ statuses: Record<number, number> };
 
 /**
  * Latency at a steady rate: one request every 1000/rate ms, open loop (a request is sent when it is due whether or
@@ -154,6 +154,7 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
   const latencies: number[] = [];
   let errors = 0;
   let non2xx = 0;
+  const statuses: Record<number, number> = {};
   const interval = 1000 / opts.rate;
   const inFlight: Promise<void>[] = [];
   const send = (due: number, record: boolean) =>
@@ -165,6 +166,7 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
           if (record) {
             latencies.push(performance.now() - due);
             if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
+            statuses[res.statusCode!] = (statuses[res.statusCode!] ?? 0) + 1;
           }
           r.done?.(res.statusCode!);
           resolve();
@@ -200,7 +202,7 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
-  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx };
+  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx, statuses };
 }
 
 /**
