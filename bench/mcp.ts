@@ -7,8 +7,8 @@
  *   served — the real /mcp endpoint;
  *   api    — the same read through GET /api/v1/subscription-contracts/:id: auth plus one query, the floor an MCP call
  *            shares with every other surface.
- * Each MCP scenario is a `tools/call` of get_subscription_contract. The server runs in a child process, so its CPU is
- * measured alone, on a fresh embedded database, or on PostgreSQL in a fresh schema when DATABASE_URL is set. Each
+ * Each MCP scenario is a `tools/call` of get_subscription_contract. The server runs in a child process, on svc's
+ * compiled modules (dist/, as `npm start` runs them), so its CPU is measured alone, on a fresh embedded database, or on PostgreSQL in a fresh schema when DATABASE_URL is set. Each
  * scenario runs BENCH_SECONDS (default 8) after a 2 s warm-up, the set repeated BENCH_ROUNDS times (default 2).
  * BENCH_ONLY=naive,served picks scenarios; BENCH_PROFILE=dir writes a CPU profile of each measured run. The last line
  * printed is one JSON object with every figure. Throughput depends on what else the machine runs: compare the rows of
@@ -21,20 +21,7 @@ import { Session } from 'node:inspector/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import autocannon from 'autocannon';
-import { buildApp } from '../src/app.js';
-import { openDatabase } from '../src/db/client.js';
-import { migrate } from '../src/db/migrate.js';
-import { toServiceError } from '../src/http/errors.js';
-import { createLogger } from '../src/http/logging.js';
-import { serviceOperations } from '../src/mcp/operations.js';
-import { INSTRUCTIONS, SERVER_INFO } from '../src/mcp/dispatch.js';
-import { callTool } from '../src/mcp/toolCalls.js';
-import { TOOLS } from '../src/mcp/tools.js';
-import { authenticateApiKey } from '../src/services/authenticateApiKey.js';
-import { createServiceContext, systemClock } from '../src/services/context.js';
-import { generateKey } from '../src/services/generateKey.js';
-import { seedContracts } from '../src/services/seedContracts.js';
-import { setShopPlan } from '../src/services/shops.js';
+import { buildServer } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -51,8 +38,34 @@ if (process.argv.includes('--serve')) {
   await main();
 }
 
+/**
+ * svc's modules as `npm start` runs them: compiled into dist/ (main builds it first), not through the TypeScript
+ * loader the bench itself runs under (tsx keeps function names, which costs a property definition per closure made).
+ */
+async function svcModules() {
+  const load = <T>(module: string): Promise<T> => import(new URL(`../dist/${module}.js`, import.meta.url).href) as Promise<T>;
+  return {
+    ...(await load<typeof import('../src/app.js')>('app')),
+    ...(await load<typeof import('../src/db/client.js')>('db/client')),
+    ...(await load<typeof import('../src/db/migrate.js')>('db/migrate')),
+    ...(await load<typeof import('../src/http/errors.js')>('http/errors')),
+    ...(await load<typeof import('../src/http/logging.js')>('http/logging')),
+    ...(await load<typeof import('../src/mcp/operations.js')>('mcp/operations')),
+    ...(await load<typeof import('../src/mcp/dispatch.js')>('mcp/dispatch')),
+    ...(await load<typeof import('../src/mcp/toolCalls.js')>('mcp/toolCalls')),
+    ...(await load<typeof import('../src/mcp/tools.js')>('mcp/tools')),
+    ...(await load<typeof import('../src/services/authenticateApiKey.js')>('services/authenticateApiKey')),
+    ...(await load<typeof import('../src/services/context.js')>('services/context')),
+    ...(await load<typeof import('../src/services/generateKey.js')>('services/generateKey')),
+    ...(await load<typeof import('../src/services/seedContracts.js')>('services/seedContracts')),
+    ...(await load<typeof import('../src/services/shops.js')>('services/shops')),
+  };
+}
+
 /** The child: the real app plus a naive /mcp-naive route, a shop with a key and some contracts. */
 async function serve(): Promise<void> {
+  const { buildApp, openDatabase, migrate, toServiceError, createLogger, serviceOperations, INSTRUCTIONS, SERVER_INFO, callTool, TOOLS, authenticateApiKey, createServiceContext, systemClock, generateKey, seedContracts, setShopPlan } =
+    await svcModules();
   const url = process.env.DATABASE_URL;
   let schema: string | undefined;
   if (url) {
@@ -132,6 +145,7 @@ async function serve(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  buildServer();
   const child = fork(new URL(import.meta.url).pathname, ['--serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {

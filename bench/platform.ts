@@ -203,6 +203,12 @@ async function one<T>(db: Database, sql: string, params: unknown[] = []): Promis
   return (await db.withSession((q) => q<T & object>(sql, params)))[0] as T;
 }
 
+/** Transactions PostgreSQL has ended in this database (its statistics are a second late at most). */
+async function transactions(db: Database): Promise<number> {
+  const row = await one<{ n: string }>(db, `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`);
+  return Number(row.n);
+}
+
 /** Waits for the shop's import to finish; returns its row. */
 async function importDone(db: Database, shopId: string, timeoutMs: number, onTick?: () => void) {
   const deadline = Date.now() + timeoutMs;
@@ -448,12 +454,16 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
   /** One autocannon run of pause/resume, with the CPU each action cost svc, the platform and PostgreSQL. */
   const run = async (target: Svc, auth: Record<string, string>, shopId: string, ids: string[]) => {
     const paused = await pausedAmong(s.db, shopId, ids);
+    const xactsBefore = await transactions(s.db);
     const before = { svc: cpuMs({ pid: target.child.pid! }), standIn: cpuMs({ pid: s.standInPid }), postgres: cpuMs({ name: 'postgres' }) };
     const statuses: Record<number, number> = {};
     const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [pauseResumeRequests(ids, CONNECTIONS, { paused, statuses })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     const cpu = { svc: us(cpuMs({ pid: target.child.pid! }) - before.svc), standIn: us(cpuMs({ pid: s.standInPid }) - before.standIn), postgres: us(cpuMs({ name: 'postgres' }) - before.postgres) };
-    return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, statuses, cpu };
+    // Statements (each its own transaction, or one transaction of several) PostgreSQL ran per action, all of svc's.
+    await sleep(1100);
+    const xacts = Math.round((((await transactions(s.db)) - xactsBefore) / (r.requests.total || 1)) * 100) / 100;
+    return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, statuses, cpu, xacts };
   };
   const runs = { standalone: [] as Awaited<ReturnType<typeof run>>[], platform: [] as Awaited<ReturnType<typeof run>>[] };
   for (let i = 0; i < 2; i++) {
@@ -462,8 +472,8 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
     runs.standalone.push(a);
     runs.platform.push(b);
     console.log(
-      `actions/s standalone ${Math.round(a.rps)} (p99 ${a.p99} ms, statuses ${JSON.stringify(a.statuses)}; cpu/action svc ${a.cpu.svc} µs, postgres ${a.cpu.postgres} µs), ` +
-        `platform ${Math.round(b.rps)} (p99 ${b.p99} ms, statuses ${JSON.stringify(b.statuses)}; cpu/action svc ${b.cpu.svc} µs, platform ${b.cpu.standIn} µs, postgres ${b.cpu.postgres} µs)`,
+      `actions/s standalone ${Math.round(a.rps)} (p99 ${a.p99} ms, statuses ${JSON.stringify(a.statuses)}; cpu/action svc ${a.cpu.svc} µs, postgres ${a.cpu.postgres} µs; ${a.xacts} transactions/action), ` +
+        `platform ${Math.round(b.rps)} (p99 ${b.p99} ms, statuses ${JSON.stringify(b.statuses)}; cpu/action svc ${b.cpu.svc} µs, platform ${b.cpu.standIn} µs, postgres ${b.cpu.postgres} µs; ${b.xacts} transactions/action)`,
     );
   }
   await s.standIn.call('flush');
