@@ -9,7 +9,8 @@
  *            shares with every other surface.
  * Each MCP scenario is a `tools/call` of get_subscription_contract. The server runs in a child process, on svc's
  * compiled modules (dist/, as `npm start` runs them), so its CPU is measured alone, on a fresh embedded database, or
- * on PostgreSQL in a fresh schema when DATABASE_URL is set. Each scenario runs BENCH_SECONDS (default 8) after a 2 s warm-up, the set repeated BENCH_ROUNDS times (default 2).
+ * on PostgreSQL in a fresh schema when DATABASE_URL is set. Each scenario runs BENCH_SECONDS (default 8) after a 2 s
+ * warm-up, the set repeated BENCH_ROUNDS times (default 2).
  * BENCH_ONLY=naive,served picks scenarios; BENCH_PROFILE=dir writes a CPU profile of each measured run. The last line
  * printed is one JSON object with every figure. Throughput depends on what else the machine runs: compare the rows of
  * one run, and the CPU per call, rather than runs.
