@@ -176,6 +176,34 @@ describe('webhooks in', () => {
     expect(first.lines[0]).toMatchObject({ title: 'Tea 250g', quantity: 2 });
   });
 
+  it('an echo that comes after its action is stored as processed: the inbox has no round to run for it', async () => {
+    const shop = await p.install({ contracts: 2 });
+    const [id, other] = shop.contractIds;
+    // The platform's webhooks for the pause are held until svc has committed it, then delivered.
+    p.standIn.webhooks.fault({ mode: 'hold' }, { count: Infinity });
+    expect((await act(shop.key, id, { action: 'pause' })).statusCode).toBe(200);
+    // And a change made on the platform meanwhile: its signal is news, for the inbox.
+    p.standIn.platform.pause(shop.domain, other);
+    p.standIn.webhooks.clearFaults();
+    p.standIn.webhooks.release('fifo');
+    await p.standIn.webhooks.flush();
+    const rows = await p.t.ctx.db.withSession((run) =>
+      run<{ contract: string; processed: boolean; attempts: number }>(
+        `SELECT payload->>'id' AS contract, processed_at IS NOT NULL AS processed, attempts FROM platform_webhooks
+          WHERE shop_domain = $1 AND topic LIKE 'subscription_contracts/%' ORDER BY received_at`,
+        [shop.domain],
+      ),
+    );
+    expect(rows.filter((r) => r.contract === id).length).toBeGreaterThan(0);
+    expect(rows.filter((r) => r.contract === id).every((r) => r.processed && r.attempts === 0)).toBe(true);
+    expect(rows.filter((r) => r.contract === other).every((r) => !r.processed)).toBe(true);
+    // One round, for the platform's own change only.
+    expect(await p.t.shopify!.inbox.processDue()).toBe(rows.filter((r) => r.contract === other).length);
+    expect(await p.t.shopify!.inbox.processDue()).toBe(0);
+    expect((await history(shop.key, id)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.paused:api_key']);
+    expect((await history(shop.key, other)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.paused:platform']);
+  });
+
   it('a contract created on the platform is imported with contract.created', async () => {
     const shop = await p.install({ contracts: 0 });
     const c = p.standIn.createContract(shop.domain);

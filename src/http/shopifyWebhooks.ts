@@ -9,15 +9,15 @@ const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 /**
  * POST /webhooks/shopify (platform mode): one endpoint for every topic. The HMAC is computed over the raw bytes,
  * so this route keeps the body as it came. Stored before the 200; processed by the inbox worker (`onReceived`
- * wakes it).
+ * wakes it when there is work for it).
  */
 export async function shopifyWebhookRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; shopify: Shopify; onReceived?: () => void }) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
   app.post('/webhooks/shopify', { bodyLimit: WEBHOOK_BODY_LIMIT, schema: { hide: true } }, async (req, reply) => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const { stored } = await receivePlatformWebhook(opts.ctx, opts.shopify.apiSecret, { rawBody: body, headers: req.headers });
-    if (stored) opts.onReceived?.();
+    const { stored, pending } = await receivePlatformWebhook(opts.ctx, opts.shopify.apiSecret, { rawBody: body, headers: req.headers });
+    if (pending) opts.onReceived?.();
     return reply.code(200).send({ received: true, duplicate: !stored });
   });
 }

@@ -35,8 +35,11 @@ export function verifyPlatformHmac(rawBody: Buffer, given: string | undefined, s
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/** Verifies and stores one delivery. Returns whether it was new (a repeat is answered 200 too). */
-export async function receivePlatformWebhook(ctx: ServiceContext, secret: string, w: IncomingWebhook): Promise<{ stored: boolean }> {
+/**
+ * Verifies and stores one delivery. `stored`: it was new (a repeat is answered 200 too); `pending`: the inbox has
+ * work to do for it.
+ */
+export async function receivePlatformWebhook(ctx: ServiceContext, secret: string, w: IncomingWebhook): Promise<{ stored: boolean; pending: boolean }> {
   if (!verifyPlatformHmac(w.rawBody, header(w.headers, 'x-shopify-hmac-sha256'), secret)) {
     throw new ServiceError('unauthorized', 'The webhook signature (X-Shopify-Hmac-Sha256) is missing or does not match.');
   }
@@ -57,36 +60,70 @@ export async function receivePlatformWebhook(ctx: ServiceContext, secret: string
   const triggeredAt = triggered && !Number.isNaN(Date.parse(triggered)) ? new Date(triggered) : null;
   // jsonb cannot hold U+0000 (JSON allows it): it is stored as U+FFFD, the payload being a signal and not a record.
   const text = JSON.stringify(payload).replaceAll('\\u0000', '\\ufffd');
-  return { stored: await receipts(ctx.db).load({ id, shop, topic, payload: text, receivedAt: ctx.clock.now(), triggeredAt }) };
+  const signal = { topic, payload: payload as Record<string, unknown> };
+  const contract = contractOf(signal);
+  const revision = revisionOf(signal);
+  const receipt: Receipt = { id, shop, topic, payload: text, receivedAt: ctx.clock.now(), triggeredAt, contract, revision: contract && fitsBigint(contract) ? revision : null };
+  return receipts(ctx.db).load(receipt);
 }
 
-type Receipt = { id: string; shop: string; topic: string; payload: string; receivedAt: Date; triggeredAt: Date | null };
+/** A contract id PostgreSQL's bigint holds (a payload's id can be any 19 digits). */
+const fitsBigint = (id: string) => BigInt(id) <= 9223372036854775807n;
 
+type Receipt = {
+  id: string;
+  shop: string;
+  topic: string;
+  payload: string;
+  receivedAt: Date;
+  triggeredAt: Date | null;
+  contract: string | null;
+  /** A contract signal's revision (then `contract` fits a bigint), else null. */
+  revision: string | null;
+};
+
+/**
+ * Stores receipts, new ones only. A contract signal whose revision the mirror already holds (the echo of svc's own
+ * action, mostly, or a repeat) is stored as processed: it says nothing the mirror does not, exactly as the inbox
+ * would decide (PlatformInbox.contractUnits), and so costs no round of the inbox.
+ */
 const STORE_RECEIPTS = `
-  INSERT INTO platform_webhooks (webhook_id, shop_domain, topic, payload, received_at, triggered_at)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::timestamptz[])
-  ON CONFLICT (webhook_id) DO NOTHING RETURNING webhook_id`;
+  INSERT INTO platform_webhooks (webhook_id, shop_domain, topic, payload, received_at, triggered_at, processed_at)
+  SELECT r.id, r.shop, r.topic, r.payload, r.received, r.triggered,
+         CASE WHEN r.revision IS NOT NULL AND EXISTS (
+                SELECT 1 FROM subscription_contracts c JOIN shops s ON s.id = c.shop_id
+                 WHERE s.domain = r.shop AND c.id = r.contract::bigint AND c.platform_revision >= r.revision::numeric)
+              THEN r.received END
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[])
+      AS r(id, shop, topic, payload, received, triggered, contract, revision)
+  ON CONFLICT (webhook_id) DO NOTHING RETURNING webhook_id, processed_at IS NULL AS pending`;
 
 /**
  * Receipts arriving together are stored in one statement (each caller still answers only once its row is
  * committed): under a burst the platform's deliveries cost the database one insert per batch, not per delivery.
- * Answers whether each was new; of one id twice in a batch, the first.
+ * Answers whether each was new, and whether it waits for the inbox; of one id twice in a batch, the first.
  */
 const receipts = perDatabase(
   (db: Database) =>
-    new Batcher<Receipt, boolean>(
+    new Batcher<Receipt, { stored: boolean; pending: boolean }>(
       async (rs) => {
         const col = <T>(f: (r: Receipt) => T) => rs.map(f);
-        const rows = await db.prepared<{ webhook_id: string }>('svc_store_platform_webhooks', STORE_RECEIPTS, [
+        const rows = await db.prepared<{ webhook_id: string; pending: boolean }>('svc_store_platform_webhooks', STORE_RECEIPTS, [
           col((r) => r.id),
           col((r) => r.shop),
           col((r) => r.topic),
           col((r) => r.payload),
           col((r) => r.receivedAt),
           col((r) => r.triggeredAt),
+          col((r) => r.contract),
+          col((r) => r.revision),
         ]);
-        const fresh = new Set(rows.map((r) => r.webhook_id));
-        return rs.map((r) => fresh.delete(r.id));
+        const fresh = new Map(rows.map((r) => [r.webhook_id, r.pending]));
+        return rs.map((r) => {
+          const pending = fresh.get(r.id);
+          fresh.delete(r.id);
+          return { stored: pending !== undefined, pending: pending ?? false };
+        });
       },
       { failsEveryInput: isDatabaseUnavailable },
     ),
@@ -115,8 +152,10 @@ export const INBOX_BATCH = 100;
 /** Re-reads (each of up to CONTRACTS_PER_PAGE contracts) in flight at once, each then applied contract by contract. */
 const LANES = 4;
 
+type Signal = Pick<Stored, 'topic' | 'payload'>;
+
 /** The contract a signal is about, or null for any other topic. */
-function contractOf(w: Stored): string | null {
+function contractOf(w: Signal): string | null {
   const p = w.payload;
   if (w.topic.startsWith('subscription_contracts/')) return contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
   if (w.topic.startsWith('subscription_billing_cycles/')) return idOf(p.subscription_contract_id);
@@ -124,7 +163,7 @@ function contractOf(w: Stored): string | null {
 }
 
 /** The contract revision a subscription_contracts/* payload was sent for (a billing cycle's payload has none). */
-function revisionOf(w: Stored): string | null {
+function revisionOf(w: Signal): string | null {
   const r = w.payload.revision_id;
   return w.topic.startsWith('subscription_contracts/') && (typeof r === 'string' || typeof r === 'number') && /^\d{1,20}$/.test(String(r)) ? String(r) : null;
 }
