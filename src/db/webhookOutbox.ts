@@ -34,39 +34,21 @@ export type ClaimedDelivery = {
   } | null;
 };
 
-// Due: pending and its time has come, or claimed by an instance whose lease ran out (it died mid-send: at least
-// once). In order per contract and endpoint: a delivery waits while an earlier one of its contract to its endpoint
-// is unfinished, so a receiver gets one contract's events in the order they happened. Only enabled endpoints.
+// The claim is svc_claim_webhook_deliveries (migration 0008): due deliveries oldest first, in order per contract
+// and endpoint, of enabled endpoints, SKIP LOCKED, walked along the due index whatever the statistics say, each
+// with its endpoint and event.
 const CLAIM = `
-  WITH due AS (
-    SELECT d.id FROM webhook_deliveries d
-      JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
-     WHERE ((d.status = 'pending' AND d.next_attempt_at <= $1) OR (d.status = 'delivering' AND d.lease_until <= $1))
-       AND NOT EXISTS (
-         SELECT 1 FROM webhook_deliveries p
-          WHERE p.endpoint_id = d.endpoint_id AND p.contract_id = d.contract_id AND p.id < d.id
-            AND p.status IN ('pending', 'delivering'))
-     -- Oldest due first, along the due index (finished deliveries are not in it, however many the log holds).
-     ORDER BY d.next_attempt_at, d.id
-     LIMIT $2
-     FOR UPDATE OF d SKIP LOCKED
-  ), claimed AS (
-    UPDATE webhook_deliveries d SET status = 'delivering', lease_until = $3, attempts = d.attempts + 1
-      FROM due WHERE d.id = due.id
-    RETURNING d.*
-  )
-  SELECT c.id::text AS id, c.endpoint_id::text AS "endpointId", c.contract_id::text AS "contractId", c.event_id::text AS "eventId",
-         c.contract_version AS "contractVersion", c.type, c.contract::text AS contract, c.test, c.attempts, c.created_at AS "createdAt",
-         w.url, w.secret, w.previous_secret AS "previousSecret", w.previous_secret_expires_at AS "previousSecretExpiresAt",
-         e.at AS "eventAt", e.actor_type AS "actorType", e.actor_key_fingerprint AS "actorKeyFingerprint",
-         e.from_status AS "fromStatus", e.to_status AS "toStatus", e.data AS "eventData"
-    FROM claimed c
-    JOIN webhook_endpoints w ON w.id = c.endpoint_id
-    LEFT JOIN contract_events e ON e.id = c.event_id
-   ORDER BY c.id`;
+  SELECT id::text AS id, endpoint_id::text AS "endpointId", contract_id::text AS "contractId", event_id::text AS "eventId",
+         contract_version AS "contractVersion", type, contract, test, attempts, created_at AS "createdAt",
+         url, secret, previous_secret AS "previousSecret", previous_secret_expires_at AS "previousSecretExpiresAt",
+         event_at AS "eventAt", actor_type AS "actorType", actor_key_fingerprint AS "actorKeyFingerprint",
+         from_status AS "fromStatus", to_status AS "toStatus", event_data AS "eventData"
+    FROM svc_claim_webhook_deliveries($1, $2, $3)`;
 
 export async function claimDueDeliveries(db: Database, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
   const rows = await db.prepared<Record<string, unknown>>('svc_claim_webhook_deliveries', CLAIM, [now, limit, new Date(now.getTime() + leaseMs)]);
+  // In id order (the order they were written), as logs and tests read them.
+  rows.sort((a, b) => (BigInt(a.id as string) < BigInt(b.id as string) ? -1 : 1));
   return rows.map((r) => ({
     id: r.id as string,
     endpointId: r.endpointId as string,
