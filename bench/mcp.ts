@@ -242,6 +242,7 @@ async function main(): Promise<void> {
   child.send({ type: 'stop' });
   await new Promise((r) => child.once('exit', r));
   const best = (xs: Figures[]) => Math.max(...xs.map((x) => x.callsPerSec));
+  const leastCpu = (xs: Figures[]) => Math.min(...xs.map((x) => x.cpuMsPerCall));
   console.log(
     JSON.stringify({
       connections: CONNECTIONS,
@@ -249,6 +250,9 @@ async function main(): Promise<void> {
       database: process.env.DATABASE_URL ? 'postgres' : 'pglite',
       results,
       speedup: Math.round((best(results.served) / best(results.naive)) * 10) / 10,
+      // Server CPU per call, naive over served (the lower of each): what the speedup would be if the load generator,
+      // which shares the machine's cores, cost nothing.
+      cpuSpeedup: Math.round((leastCpu(results.naive) / leastCpu(results.served)) * 10) / 10,
     }),
   );
   if (Object.values(results).flat().some((f) => f.non2xx || f.errors)) process.exitCode = 1;
