@@ -26,7 +26,7 @@ describe('admin API: shop and keys', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       shop: { domain, plan: 'basic', apiAccess: { allowed: false, reason: 'plan_required', freePeriodEndsAt: null } },
-      limits: { maxActiveKeys: 5 },
+      limits: { maxActiveKeys: 5, maxWebhookEndpoints: 10 },
       platform: { mode: 'standalone', import: null, canUpgrade: false },
     });
     expect(await sql(t, 'SELECT plan FROM shops WHERE domain = $1', [domain])).toEqual([{ plan: 'basic' }]);
@@ -40,7 +40,7 @@ describe('admin API: shop and keys', () => {
     const res = await t.inject({ url: '/admin/api/shop', headers });
     expect(res.json()).toEqual({
       shop: { domain, plan: 'enterprise', apiAccess: { allowed: true, reason: 'enterprise', freePeriodEndsAt: null } },
-      limits: { maxActiveKeys: 5 },
+      limits: { maxActiveKeys: 5, maxWebhookEndpoints: 10 },
       platform: { mode: 'standalone', import: null, canUpgrade: false },
     });
   });

@@ -4,7 +4,7 @@ import type { Session } from './auth';
 export type ApiAccessReason = 'enterprise' | 'free_period' | 'plan_required';
 export type ShopInfo = {
   shop: { domain: string; plan: string; apiAccess: { allowed: boolean; reason: ApiAccessReason; freePeriodEndsAt: string | null } };
-  limits: { maxActiveKeys: number };
+  limits: { maxActiveKeys: number; maxWebhookEndpoints: number };
   platform: PlatformInfo;
 };
 /** Platform mode (PRODUCT §9): the install's import of the shop's contracts, and whether the shop can upgrade itself. */

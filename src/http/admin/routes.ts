@@ -5,6 +5,7 @@ import { MAX_ACTIVE_KEYS } from '../../domain/access.js';
 import { mentionsKey } from '../../domain/keys.js';
 import { ServiceError } from '../../domain/errors.js';
 import { StoredText } from '../../domain/text.js';
+import { MAX_WEBHOOK_ENDPOINTS } from '../../domain/webhooks.js';
 import { ApiKey, KeyAccess } from '../../domain/resources.js';
 import type { Caller } from '../../services/caller.js';
 import type { ServiceContext } from '../../services/context.js';
@@ -53,7 +54,7 @@ const ShopResponse = z.object({
       freePeriodEndsAt: z.string().nullable(),
     }),
   }),
-  limits: z.object({ maxActiveKeys: z.number().int() }),
+  limits: z.object({ maxActiveKeys: z.number().int(), maxWebhookEndpoints: z.number().int() }),
   platform: z.object({
     mode: z.enum(['standalone', 'shopify']),
     import: z
@@ -105,7 +106,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
           plan: shop.plan,
           apiAccess: { ...access, freePeriodEndsAt: access.freePeriodEndsAt?.toISOString() ?? null },
         },
-        limits: { maxActiveKeys: MAX_ACTIVE_KEYS },
+        limits: { maxActiveKeys: MAX_ACTIVE_KEYS, maxWebhookEndpoints: MAX_WEBHOOK_ENDPOINTS },
         platform: {
           mode: shopify ? ('shopify' as const) : ('standalone' as const),
           import: shopify ? await shopify.installer.importProgress(shop.id) : null,

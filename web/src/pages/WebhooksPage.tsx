@@ -21,7 +21,6 @@ import { useAdminApi } from '../context';
 import { ROUTES } from '../router';
 import { WebhookEndpointCard } from './WebhookEndpointCard';
 import { WebhookEndpointModal } from './WebhookEndpointModal';
-import { MAX_WEBHOOK_ENDPOINTS } from './webhookText';
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
@@ -29,6 +28,8 @@ const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiErr
 export function WebhooksPage() {
   const { api } = useAdminApi();
   const [endpoints, setEndpoints] = useState<WebhookEndpoint[] | null>(null);
+  // The store's limit, as the server enforces it (the admin API's shop answer).
+  const [maxEndpoints, setMaxEndpoints] = useState<number | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [modal, setModal] = useState<{ endpoint: WebhookEndpoint | null } | null>(null);
   const [toast, setToast] = useState<string | null>(null);
@@ -43,7 +44,9 @@ export function WebhooksPage() {
   const load = useCallback(async () => {
     setLoadError(null);
     try {
-      setEndpoints((await api.webhookEndpoints()).endpoints);
+      const [list, shop] = await Promise.all([api.webhookEndpoints(), api.shop()]);
+      setEndpoints(list.endpoints);
+      setMaxEndpoints(shop.limits.maxWebhookEndpoints);
     } catch (err) {
       setLoadError(asApiError(err));
     }
@@ -52,7 +55,7 @@ export function WebhooksPage() {
     void load();
   }, [load]);
 
-  if (!endpoints) {
+  if (!endpoints || maxEndpoints === null) {
     if (loadError) {
       return (
         <Page title="Webhooks" backAction={{ content: 'Settings', url: ROUTES.settings }}>
@@ -77,7 +80,7 @@ export function WebhooksPage() {
     );
   }
 
-  const atLimit = endpoints.length >= MAX_WEBHOOK_ENDPOINTS;
+  const atLimit = endpoints.length >= maxEndpoints;
   const replace = (e: WebhookEndpoint) => setEndpoints((list) => list && list.map((x) => (x.id === e.id ? e : x)));
   const onSaved = (e: WebhookEndpoint) => {
     const adding = !modal?.endpoint;
@@ -114,8 +117,8 @@ export function WebhooksPage() {
                       Endpoints
                     </Text>
                     <Text as="p" tone={atLimit ? 'caution' : 'subdued'}>
-                      <span data-testid="endpoint-count">{`${endpoints.length} of ${MAX_WEBHOOK_ENDPOINTS} endpoints`}</span>
-                      {' · '}a store can have at most {MAX_WEBHOOK_ENDPOINTS}.
+                      <span data-testid="endpoint-count">{`${endpoints.length} of ${maxEndpoints} endpoints`}</span>
+                      {' · '}a store can have at most {maxEndpoints}.
                     </Text>
                   </BlockStack>
                   <div ref={buttonWrap}>
@@ -134,7 +137,7 @@ export function WebhooksPage() {
                   {atLimit && (
                     <div id="add-endpoint-disabled-reason" tabIndex={-1} className="svc-focus-target">
                       <Text as="p" tone="caution">
-                        This store has {MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the most it can have. Delete one to add another.
+                        This store has {maxEndpoints} webhook endpoints, the most it can have. Delete one to add another.
                       </Text>
                     </div>
                   )}

@@ -17,9 +17,6 @@ export const WEBHOOK_EVENT_TYPES: { type: string; help: string }[] = [
   { type: 'contract.failed', help: 'A contract failed on the platform (platform mode).' },
 ];
 
-/** The server's limit (MAX_WEBHOOK_ENDPOINTS): the admin API does not send it, so the page states it from here. */
-export const MAX_WEBHOOK_ENDPOINTS = 10;
-
 export const ALL_EVENTS = '*';
 
 export const eventsSummary = (events: string[]) => (events.includes(ALL_EVENTS) ? 'All events' : events.join(', '));
