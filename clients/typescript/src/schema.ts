@@ -240,6 +240,59 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        WebhookEndpoint: {
+            id: string;
+            url: string;
+            description: string | null;
+            events: string[];
+            /** @enum {string} */
+            status: "enabled" | "disabled";
+            /** @description Why it is disabled: by hand, the receiver answered 410 Gone, or 5 days of failed deliveries. */
+            disabledReason: ("manual" | "gone" | "failing") | null;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            updatedAt: string;
+        };
+        WebhookDelivery: {
+            id: string;
+            /** @description The webhook-id header: the same on every attempt and resend. */
+            webhookId: string;
+            type: string;
+            contractId: string | null;
+            eventId: string | null;
+            version: number | null;
+            test: boolean;
+            /** @enum {string} */
+            status: "pending" | "delivering" | "succeeded" | "failed";
+            attempts: number;
+            nextAttemptAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            createdAt: string;
+            finishedAt: string | null;
+            attemptLog: {
+                /**
+                 * Format: date-time
+                 * @example 2026-12-01T00:00:00.000Z
+                 */
+                at: string;
+                /** @description The receiver's HTTP status; null when it did not answer. */
+                statusCode: number | null;
+                durationMs: number;
+                error: string | null;
+                /** @description The first 4 KB of the response. */
+                responseBody: string | null;
+            }[];
+        };
         SubscriptionContract: {
             /** @example 4242 */
             id: string;
@@ -316,59 +369,6 @@ export interface components {
                     message: string;
                 }[];
             };
-        };
-        WebhookEndpoint: {
-            id: string;
-            url: string;
-            description: string | null;
-            events: string[];
-            /** @enum {string} */
-            status: "enabled" | "disabled";
-            /** @description Why it is disabled: by hand, the receiver answered 410 Gone, or 5 days of failed deliveries. */
-            disabledReason: ("manual" | "gone" | "failing") | null;
-            /**
-             * Format: date-time
-             * @example 2026-12-01T00:00:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-12-01T00:00:00.000Z
-             */
-            updatedAt: string;
-        };
-        WebhookDelivery: {
-            id: string;
-            /** @description The webhook-id header: the same on every attempt and resend. */
-            webhookId: string;
-            type: string;
-            contractId: string | null;
-            eventId: string | null;
-            version: number | null;
-            test: boolean;
-            /** @enum {string} */
-            status: "pending" | "delivering" | "succeeded" | "failed";
-            attempts: number;
-            nextAttemptAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-12-01T00:00:00.000Z
-             */
-            createdAt: string;
-            finishedAt: string | null;
-            attemptLog: {
-                /**
-                 * Format: date-time
-                 * @example 2026-12-01T00:00:00.000Z
-                 */
-                at: string;
-                /** @description The receiver's HTTP status; null when it did not answer. */
-                statusCode: number | null;
-                durationMs: number;
-                error: string | null;
-                /** @description The first 4 KB of the response. */
-                responseBody: string | null;
-            }[];
         };
     };
     responses: never;
