@@ -152,7 +152,7 @@ describe('failing receivers', () => {
     await skip(s.key, s.contractId);
     await skip(s.key, s.contractId);
     await dispatcher.tick();
-    expect(await endpointOf(s.key, s.endpoint.id)).toMatchObject({ status: 'disabled', disabledReason: 'gone' });
+    expect(await endpointOf(s.key, s.endpoint.id)).toMatchObject({ status: 'disabled', disabledReason: 'gone', disabledAt: t.clock.now().toISOString() });
     t.clock.advance(3_600_000);
     await dispatcher.tick();
     expect(s.got()).toHaveLength(1);
@@ -166,16 +166,22 @@ describe('failing receivers', () => {
     receiver.then = { status: 500 };
     const started = t.clock.now();
     await skip(s.key, s.contractId);
+    expect(await endpointOf(s.key, s.endpoint.id)).toMatchObject({ status: 'enabled', failingSince: null, disabledAt: null });
+    await dispatcher.tick();
+    // Failing, still enabled: since the first failed attempt.
+    expect(await endpointOf(s.key, s.endpoint.id)).toMatchObject({ status: 'enabled', failingSince: started.toISOString(), disabledAt: null });
     for (let day = 0; day < 6; day++) {
-      await dispatcher.tick();
       t.clock.advance(24 * 3_600_000 * 1.1);
+      await dispatcher.tick();
     }
-    expect(await endpointOf(s.key, s.endpoint.id)).toMatchObject({ status: 'disabled', disabledReason: 'failing' });
+    const off = await endpointOf(s.key, s.endpoint.id);
+    expect(off).toMatchObject({ status: 'disabled', disabledReason: 'failing', failingSince: started.toISOString() });
+    expect(Date.parse(off.disabledAt) - started.getTime()).toBeGreaterThanOrEqual(5 * 24 * 3_600_000);
     // Failing deliveries of a disabled endpoint are not sent; give up on this one as the schedule would.
     await sql(t, `UPDATE webhook_deliveries SET status = 'failed', finished_at = $2 WHERE endpoint_id = $1`, [s.endpoint.id, t.clock.now()]);
     receiver.then = { status: 200 };
     const enabled = await t.inject({ method: 'PATCH', url: `${WEBHOOKS}/${s.endpoint.id}`, headers: { ...json, ...bearer(s.key) }, payload: { status: 'enabled' } });
-    expect(enabled.json().endpoint).toMatchObject({ status: 'enabled', disabledReason: null });
+    expect(enabled.json().endpoint).toMatchObject({ status: 'enabled', disabledReason: null, disabledAt: null, failingSince: null });
     expect(enabled.json().resendable).toEqual({ count: 1, since: started.toISOString() });
     const resend = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${s.endpoint.id}/resend-failed`, headers: { ...json, ...bearer(s.key) }, payload: { since: enabled.json().resendable.since } });
     expect(resend.json()).toEqual({ resent: 1 });

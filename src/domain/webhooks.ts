@@ -113,6 +113,10 @@ export const WebhookEndpoint = z
       .enum(['manual', 'gone', 'failing'])
       .nullable()
       .describe('Why it is disabled: by hand, the receiver answered 410 Gone, or 5 days of failed deliveries.'),
+    disabledAt: Timestamp.nullable().describe('When it was disabled (null while enabled).'),
+    failingSince: Timestamp.nullable().describe(
+      'The first failed attempt of the current run of failures, null once a delivery succeeds: 5 days of it disable the endpoint.',
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })

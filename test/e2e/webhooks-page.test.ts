@@ -257,6 +257,16 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     // past 5 days disables the endpoint.
     receiver.down = true;
     const first = await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.paused' } } });
+    await dispatcher.tick();
+
+    // Failing but still enabled: the page says since when, and what happens after 5 days.
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    const c = card(page, url);
+    await c.getByText('Enabled', { exact: true }).waitFor();
+    await c.getByText(/^Failing since /).waitFor();
+
     await exhaustRetries();
     await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.skipped' } } });
     await dispatcher.tick();
@@ -264,12 +274,11 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await dispatcher.tick();
     expect(await getWebhookEndpoint({ ctx: s.t.ctx, input: { caller, id: endpoint.id } })).toMatchObject({ status: 'disabled', disabledReason: 'failing' });
 
-    const t = await tab();
-    const { page } = t;
     await open(t, domain);
-    const c = card(page, url);
     await c.getByText('Disabled', { exact: true }).waitFor();
     await c.getByText('Disabled: every delivery failed for 5 days').waitFor();
+    await c.getByText(/^Disabled .*\d.*\.$/).waitFor();
+    expect(await c.getByText(/^Failing since /).count()).toBe(0);
     await screenshot(page, 'webhooks-disabled-failing');
 
     // Enabled again, the page offers to resend the delivery that failed meanwhile.

@@ -66,6 +66,10 @@ export type WebhookEndpoint = {
   events: string[];
   status: WebhookEndpointStatus;
   disabledReason: WebhookDisabledReason | null;
+  /** When it was disabled; null while enabled. */
+  disabledAt: string | null;
+  /** The first failure of the current run of failed deliveries; null once one succeeds. */
+  failingSince: string | null;
   createdAt: string;
   updatedAt: string;
 };

@@ -249,6 +249,10 @@ export interface components {
             status: "enabled" | "disabled";
             /** @description Why it is disabled: by hand, the receiver answered 410 Gone, or 5 days of failed deliveries. */
             disabledReason: ("manual" | "gone" | "failing") | null;
+            /** @description When it was disabled (null while enabled). */
+            disabledAt: string | null;
+            /** @description The first failed attempt of the current run of failures, null once a delivery succeeds: 5 days of it disable the endpoint. */
+            failingSince: string | null;
             /**
              * Format: date-time
              * @example 2026-12-01T00:00:00.000Z

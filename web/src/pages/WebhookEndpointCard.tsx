@@ -112,6 +112,15 @@ export function WebhookEndpointCard({ endpoint: e, onEdit, onChanged, onDeleted,
               action={{ content: 'Enable endpoint', onAction: () => void setStatus('enabled'), loading: toggling }}
             >
               <p>{reason.body}</p>
+              {e.disabledAt && <p>Disabled {formatDateTime(e.disabledAt)}.</p>}
+            </Banner>
+          )}
+          {!disabled && e.failingSince && (
+            <Banner tone="warning" title={`Failing since ${formatDateTime(e.failingSince)}`}>
+              <p>
+                Deliveries to this URL are failing and are being retried. If none succeeds for 5 days, the endpoint is disabled. The
+                delivery log says why each attempt failed.
+              </p>
             </Banner>
           )}
           {resendable && (
