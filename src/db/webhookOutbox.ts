@@ -43,12 +43,12 @@ const CLAIM = `
          url, secret, previous_secret AS "previousSecret", previous_secret_expires_at AS "previousSecretExpiresAt",
          event_at AS "eventAt", actor_type AS "actorType", actor_key_fingerprint AS "actorKeyFingerprint",
          from_status AS "fromStatus", to_status AS "toStatus", event_data AS "eventData"
-    FROM svc_claim_webhook_deliveries($1, $2, $3)`;
+    FROM svc_claim_webhook_deliveries($1, $2, $3) AS c
+   -- In id order (the order they were written); c.id is the bigint, not the text it is given out as.
+   ORDER BY c.id`;
 
 export async function claimDueDeliveries(db: Database, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
   const rows = await db.prepared<Record<string, unknown>>('svc_claim_webhook_deliveries', CLAIM, [now, limit, new Date(now.getTime() + leaseMs)]);
-  // In id order (the order they were written), as logs and tests read them.
-  rows.sort((a, b) => (BigInt(a.id as string) < BigInt(b.id as string) ? -1 : 1));
   return rows.map((r) => ({
     id: r.id as string,
     endpointId: r.endpointId as string,

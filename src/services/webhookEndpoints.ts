@@ -31,7 +31,7 @@ export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
     events: row.events,
     status: row.status,
     disabledReason: row.disabledReason,
-    disabledAt: row.status === 'disabled' && row.disabledAt ? row.disabledAt.toISOString() : null,
+    disabledAt: row.disabledAt?.toISOString() ?? null,
     failingSince: row.failingSince?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
