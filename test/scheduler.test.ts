@@ -19,10 +19,10 @@ beforeAll(async () => {
 beforeEach(() => t.clock.set(NOW));
 afterAll(() => t.close());
 
-/** A contract paused through the API until RESUME_AT. */
-async function pausedUntilResume(): Promise<string> {
+/** A contract paused through the API until RESUME_AT (or `resumeAt`). */
+async function pausedUntilResume(resumeAt = RESUME_AT): Promise<string> {
   const c = await insertContract(t, shopId);
-  const res = await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: bearer(key), payload: { action: 'pause', resumeAt: RESUME_AT } });
+  const res = await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: bearer(key), payload: { action: 'pause', resumeAt } });
   expect(res.statusCode).toBe(200);
   return c.id;
 }
@@ -80,6 +80,30 @@ describe('tick()', () => {
       [ids],
     );
     expect(n).toBe(ids.length);
+  });
+
+  it.skipIf(!onPostgres())('a sweep goes on past a batch that another writer partly holds, and resumes everything else due', async () => {
+    // The oldest due contract is held by another writer (a transaction on another connection) for the whole sweep:
+    // each batch of 3 then resumes only 2. The sweep must not take that for "nothing more is due".
+    const held = await pausedUntilResume('2026-11-22T11:00:00.000Z');
+    const rest: string[] = [];
+    for (let i = 0; i < 6; i++) rest.push(await pausedUntilResume());
+    pastResume();
+    const other = await t.database.connectAgain();
+    try {
+      const resumed = await other.transaction(async (run) => {
+        await run(`SELECT id FROM subscription_contracts WHERE id = $1 FOR UPDATE`, [held]);
+        return new ResumeSweep(t.ctx, { intervalMs: 1000, batchSize: 3 }).tick();
+      });
+      expect(resumed).toBe(rest.length);
+      for (const id of rest) expect((await contractRow(t, id)).status).toBe('ACTIVE');
+      // Once its holder let go, the next sweep resumes it, once.
+      expect((await contractRow(t, held)).status).toBe('PAUSED');
+      expect(await new ResumeSweep(t.ctx, { intervalMs: 1000, batchSize: 3 }).tick()).toBe(1);
+      expect(await resumedEvents(held)).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
   });
 
   it('a scheduler created after the moment (a restart) catches up on what was missed', async () => {

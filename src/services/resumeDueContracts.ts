@@ -8,13 +8,13 @@ import type { ServiceCall } from './context.js';
  * concurrent resumes go out as one batched write, and a contract that another writer changed meanwhile is planned
  * again under its lock, where it is no longer due. So any number of sweepers (and the lazy resume on reads) resume
  * each contract exactly once. Catches up on whatever a stopped process missed. `wait` (reads) waits for a contract
- * another writer holds instead of skipping it, so the caller sees it resumed. Returns how many it resumed and how
- * late the oldest was.
+ * another writer holds instead of skipping it, so the caller sees it resumed. Returns how many were due (read, at
+ * most `limit`), how many of those it resumed (the rest another writer resumed or holds), and how late the oldest was.
  */
 export async function resumeDueContracts({
   ctx,
   input,
-}: ServiceCall<{ limit?: number; shopId?: string; wait?: boolean }>): Promise<{ resumed: number; maxLagMs: number }> {
+}: ServiceCall<{ limit?: number; shopId?: string; wait?: boolean }>): Promise<{ due: number; resumed: number; maxLagMs: number }> {
   const now = ctx.clock.now();
   const due = await ctx.db.orm
     .select()
@@ -30,5 +30,5 @@ export async function resumeDueContracts({
     ),
   );
   const lags = results.filter((lag): lag is number => lag !== null);
-  return { resumed: lags.length, maxLagMs: lags.length ? Math.max(...lags) : 0 };
+  return { due: due.length, resumed: lags.length, maxLagMs: lags.length ? Math.max(...lags) : 0 };
 }

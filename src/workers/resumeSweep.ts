@@ -24,10 +24,14 @@ export class ResumeSweep extends Worker {
     let total = 0;
     try {
       for (;;) {
-        const { resumed, maxLagMs } = await resumeDueContracts({ ctx: this.ctx, input: { limit: batch } });
+        const { due, resumed, maxLagMs } = await resumeDueContracts({ ctx: this.ctx, input: { limit: batch } });
         total += resumed;
         if (resumed) this.stats.lastLagMs = maxLagMs;
-        if (resumed < batch) break;
+        // Done when fewer than a batch were due. A full batch that another sweeper resumed under this one's feet
+        // does not end the sweep while this one still made progress: ending on a short count of its own left due
+        // contracts to the next interval when several sweepers raced (each resumed part of a batch, all stopped).
+        // No progress at all: the rest is held by other writers, which resume it.
+        if (due < batch || resumed === 0) break;
       }
     } catch (err) {
       this.stats.failures++;
