@@ -7,7 +7,10 @@
  * - commit to receipt: actions at a steady 200 per second for BENCH_SECONDS; each delivery's latency is its receipt
  *   time minus its event's time (the change's moment, just before its commit), p50 and p99;
  * - actions with one enabled endpoint against actions without, in the same run (pause/resume at 50 connections,
- *   alternating, twice each), the dispatcher sending all along.
+ *   alternating, twice each), the dispatcher sending all along;
+ * - deliveries per second with BENCH_WAITING (default 100,000) deliveries waiting in the outbox: half of them behind
+ *   the retrying first deliveries of their contracts to a failing receiver, half for a disabled endpoint. A new
+ *   backlog of BENCH_BACKLOG is written, then an instance starts; from its start to the last delivery received.
  * The last line printed is one JSON object.
  */
 import http from 'node:http';
@@ -19,10 +22,12 @@ import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
 import { systemResolve } from '../src/webhooks/addressGuard.js';
+import type { Database } from '../src/db/client.js';
 import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
+const WAITING = Number(process.env.BENCH_WAITING ?? 100_000);
 const CONTRACTS = 1000;
 const CONNECTIONS = 50;
 const RATE = 200;
@@ -61,11 +66,10 @@ async function main() {
     const { secret } = await generateKey({ ctx, input: { shopId: s.id, name: 'bench' } });
     if (endpoint) await createWebhookEndpoint({ ctx, input: { caller: { shopId: s.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: `${receiver.url}/hook` } } });
     const ids = (await seedContracts({ ctx, input: { shopId: s.id, count: CONTRACTS } })).map((c) => c.id);
-    return { auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids };
+    return { shopId: s.id, auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids };
   };
   const withHook = await shop('bench-hooks.myshopify.com', true);
   const without = await shop('bench-plain.myshopify.com', false);
-  await bench.db.close();
 
   const nodeArgs = buildServer();
   const env = {
@@ -148,6 +152,27 @@ async function main() {
     runs.with.push(b.rps);
     console.log(`actions/s without an endpoint ${Math.round(a.rps)} (cpu/action ${a.cpu}), with one ${Math.round(b.rps)} (cpu/action ${b.cpu})`);
   }
+  // 4. A backlog sent while many more deliveries wait in the outbox and cannot go.
+  svc.child.kill('SIGTERM');
+  await new Promise((r) => svc.child.once('exit', r));
+  svc = await startChild('dist/main.js', { ...env, SCHEDULER_ENABLED: 'false' }, nodeArgs);
+  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, CONNECTIONS)] });
+  svc.child.kill('SIGTERM');
+  await new Promise((r) => svc.child.once('exit', r));
+  await writeWaiting(bench.db, withHook.shopId, `${receiver.url}/failing`);
+  const waitingStart = receiver.times.length;
+  const startedAt = Date.now();
+  svc = await startChild('dist/main.js', env, nodeArgs);
+  const waitingDeadline = Date.now() + 120_000;
+  const healthy = () => receiver.times.length - waitingStart;
+  while (healthy() < BACKLOG && Date.now() < waitingDeadline) await new Promise((r) => setTimeout(r, 50));
+  const waitingSeconds = (receiver.times[receiver.times.length - 1] - startedAt) / 1000;
+  const withWaiting = { waiting: WAITING, delivered: healthy(), seconds: Math.round(waitingSeconds * 100) / 100, deliveriesPerSec: Math.round(healthy() / waitingSeconds) };
+  console.log(
+    `backlog of ${BACKLOG} with ${WAITING} waiting (behind a failing receiver's retries, or for a disabled endpoint): ${withWaiting.delivered} delivered ` +
+      `${withWaiting.seconds} s after the instance started → ${withWaiting.deliveriesPerSec} deliveries/s`,
+  );
+
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const summary = {
     database: bench.where === 'PostgreSQL' ? 'postgres' : 'pglite',
@@ -155,12 +180,47 @@ async function main() {
     cpuPerDeliveryUs: cpu,
     commitToReceiptMs: { rate: RATE, p50: latency.p50, p99: latency.p99, delivered: latency.delivered, of: latency.of },
     actions: { without: Math.round(mean(runs.without)), withEndpoint: Math.round(mean(runs.with)), ratio: Math.round((mean(runs.with) / mean(runs.without)) * 1000) / 1000 },
+    withWaiting,
   };
   svc.child.kill('SIGTERM');
   await receiver.close();
   agent.destroy();
+  await bench.db.close();
   await bench.cleanup();
   console.log(JSON.stringify(summary));
+}
+
+/**
+ * WAITING deliveries that cannot go: half follow the first delivery of their contract to a failing receiver, which
+ * waits for its next attempt an hour away (as after a few failures); half are for a disabled endpoint. All were
+ * due ten minutes ago, so they come first in the outbox's order.
+ */
+async function writeWaiting(db: Database, shopId: string, failingUrl: string): Promise<void> {
+  await db.withSession(async (run) => {
+    const endpoint = (status: string) =>
+      run<{ id: string }>(
+        `INSERT INTO webhook_endpoints (shop_id, url, events, status, disabled_reason, disabled_at, secret, created_at, updated_at)
+         VALUES ($1, $2, '{*}', $3, $4, $5, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', now(), now()) RETURNING id`,
+        [shopId, failingUrl, status, status === 'enabled' ? null : 'manual', status === 'enabled' ? null : new Date()],
+      );
+    const [failing] = await endpoint('enabled');
+    const [disabled] = await endpoint('disabled');
+    const half = Math.floor(WAITING / 2);
+    const heads = Math.min(1000, half);
+    await run(
+      `INSERT INTO webhook_deliveries (endpoint_id, shop_id, contract_id, type, contract, attempts, next_attempt_at, created_at)
+       SELECT $1, $2, g % $4, 'contract.paused', '{}', CASE WHEN g < $4 THEN 3 ELSE 0 END,
+              CASE WHEN g < $4 THEN now() + interval '1 hour' ELSE now() - interval '10 minutes' END, now() - interval '20 minutes'
+         FROM generate_series(0, $3 - 1) g`,
+      [failing.id, shopId, half, heads],
+    );
+    await run(
+      `INSERT INTO webhook_deliveries (endpoint_id, shop_id, contract_id, type, contract, next_attempt_at, created_at)
+       SELECT $1, $2, g, 'contract.paused', '{}', now() - interval '10 minutes', now() - interval '20 minutes' FROM generate_series(0, $3 - 1) g`,
+      [disabled.id, shopId, WAITING - half],
+    );
+    await run('ANALYZE webhook_deliveries');
+  });
 }
 
 main().catch((err) => {

@@ -70,6 +70,72 @@ describe('in one process', () => {
     }
   });
 
+  type LoggedDelivery = { id: string; status: string; nextAttemptAt: string | null; contractId: string };
+  async function deliveryLog(key: string, endpointId: string): Promise<LoggedDelivery[]> {
+    const res = await t.inject({ method: 'GET', url: `/api/v1/webhook-endpoints/${endpointId}/deliveries?limit=100`, headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    return (res.json().deliveries as LoggedDelivery[]).reverse(); // oldest first
+  }
+  const endpointIdOf = async (key: string) =>
+    (await t.inject({ method: 'GET', url: '/api/v1/webhook-endpoints', headers: bearer(key) })).json().endpoints[0].id as string;
+
+  it('deliveries waiting behind a retrying one are due at its next attempt; sent again now, it takes them with it, in order', async () => {
+    const s = await shopWithEndpoint('/resend-follows');
+    const endpointId = await endpointIdOf(s.key);
+    const [c] = await t.seed(s.shopId, 1);
+    receiver.down = true;
+    const dispatcher = new WebhookDispatcher(t.ctx);
+    for (const action of ['skip', 'pause', 'resume']) {
+      expect((await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action } })).statusCode).toBe(200);
+    }
+    // Two failed attempts of the first: its next is about 5 minutes away.
+    await dispatcher.tick();
+    t.clock.advance(10_000);
+    await dispatcher.tick();
+    const [first, ...rest] = await deliveryLog(s.key, endpointId);
+    expect(Date.parse(first.nextAttemptAt!)).toBeGreaterThan(t.clock.now().getTime() + 60_000);
+    // The two behind it cannot go before it, and say so.
+    for (const d of rest) expect(d).toMatchObject({ status: 'pending', nextAttemptAt: first.nextAttemptAt });
+
+    receiver.down = false;
+    expect((await t.inject({ method: 'POST', url: `/api/v1/webhook-endpoints/${endpointId}/deliveries/${first.id}/resend`, headers: bearer(s.key) })).statusCode).toBe(202);
+    await dispatcher.tick(); // the clock has not moved: nothing waits for the first one's old retry time
+    const payloads = payloadsOf(s.secret, s.got());
+    expect(payloads.map((p) => p.type)).toEqual(['contract.skipped', 'contract.paused', 'contract.resumed']);
+    expect(payloads.map((p) => p.data.version)).toEqual([1, 2, 3]);
+  });
+
+  it('deliveries held while an endpoint is disabled are not planned, and go out in order when it is enabled again', async () => {
+    const s = await shopWithEndpoint('/held');
+    const endpointId = await endpointIdOf(s.key);
+    const contracts = await t.seed(s.shopId, 2);
+    for (const c of contracts) {
+      for (const action of ['pause', 'resume']) {
+        expect((await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action } })).statusCode).toBe(200);
+      }
+    }
+    const patch = (status: string) =>
+      t.inject({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${endpointId}`, headers: { ...json, ...bearer(s.key) }, payload: { status } });
+    expect((await patch('disabled')).statusCode).toBe(200);
+    const dispatcher = new WebhookDispatcher(t.ctx);
+    await dispatcher.tick();
+    t.clock.advance(24 * 3_600_000);
+    await dispatcher.tick();
+    expect(s.got()).toHaveLength(0);
+    const held = await deliveryLog(s.key, endpointId);
+    expect(held).toHaveLength(4);
+    for (const d of held) expect(d).toMatchObject({ status: 'pending', nextAttemptAt: null });
+
+    expect((await patch('enabled')).statusCode).toBe(200);
+    for (const d of await deliveryLog(s.key, endpointId)) expect(Date.parse(d.nextAttemptAt!)).toBeLessThanOrEqual(t.clock.now().getTime());
+    await dispatcher.tick();
+    const payloads = payloadsOf(s.secret, s.got());
+    expect(payloads).toHaveLength(4);
+    for (const c of contracts) {
+      expect(payloads.filter((p) => p.data.contract.id === c.id).map((p) => p.type)).toEqual(['contract.paused', 'contract.resumed']);
+    }
+  });
+
   it('a running dispatcher is woken at once when deliveries are written (LISTEN/NOTIFY), not at its interval', async () => {
     const s = await shopWithEndpoint('/wake');
     const [c] = await t.seed(s.shopId, 1);

@@ -34,9 +34,9 @@ export type ClaimedDelivery = {
   } | null;
 };
 
-// The claim is svc_claim_webhook_deliveries (migration 0008): due deliveries oldest first, in order per contract
-// and endpoint, of enabled endpoints, SKIP LOCKED, walked along the due index whatever the statistics say, each
-// with its endpoint and event.
+// The claim is svc_claim_webhook_deliveries (migrations 0008, 0009): due deliveries oldest first, in order per
+// contract and endpoint, of enabled endpoints, SKIP LOCKED, walked along the due index whatever the statistics say,
+// each with its endpoint and event; what it walks past and cannot send yet it parks until it can go.
 const CLAIM = `
   SELECT id::text AS id, endpoint_id::text AS "endpointId", contract_id::text AS "contractId", event_id::text AS "eventId",
          contract_version AS "contractVersion", type, contract, test, attempts, created_at AS "createdAt",

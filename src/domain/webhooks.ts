@@ -142,7 +142,9 @@ export const WebhookDelivery = z
     test: z.boolean(),
     status: z.enum(['pending', 'delivering', 'succeeded', 'failed']),
     attempts: z.number().int(),
-    nextAttemptAt: Timestamp.nullable(),
+    nextAttemptAt: Timestamp.nullable().describe(
+      'When it is next attempted: for one waiting behind an earlier delivery of its contract, that one\'s next attempt. Null when it is finished, or while its endpoint is disabled.',
+    ),
     createdAt: Timestamp,
     finishedAt: Timestamp.nullable(),
     attemptLog: z.array(WebhookAttempt),

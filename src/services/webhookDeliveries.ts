@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, lt, ne, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, inArray, lt, ne, or, sql } from 'drizzle-orm';
 import { webhookAttempts, webhookDeliveries, type WebhookAttemptRow, type WebhookDeliveryRow } from '../db/schema.js';
 import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
@@ -11,8 +11,10 @@ import { endpointRow } from './webhookEndpoints.js';
 
 /** The delivery log of an endpoint, resending, and test events (PRODUCT §10). */
 
-function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[]): WebhookDelivery {
-  const finished = row.status === 'succeeded' || row.status === 'failed';
+/** `idle`: its endpoint is disabled (no attempt is planned, whatever the row says). */
+function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[], idle = false): WebhookDelivery {
+  // A delivery of a disabled endpoint is parked at 'infinity' (migration 0009), which no Date holds.
+  const planned = !idle && row.status !== 'succeeded' && row.status !== 'failed' && Number.isFinite(row.nextAttemptAt.getTime());
   return {
     id: row.id,
     webhookId: messageId(row.id),
@@ -23,7 +25,7 @@ function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[]): Web
     test: row.test,
     status: row.status,
     attempts: row.attempts,
-    nextAttemptAt: finished ? null : row.nextAttemptAt.toISOString(),
+    nextAttemptAt: planned ? row.nextAttemptAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
     finishedAt: iso(row.finishedAt),
     attemptLog: attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, durationMs: a.durationMs, error: a.error, responseBody: a.responseBody })),
@@ -50,7 +52,8 @@ export async function listWebhookDeliveries({
   const attempts = ids.length
     ? await ctx.db.orm.select().from(webhookAttempts).where(inArray(webhookAttempts.deliveryId, ids)).orderBy(asc(webhookAttempts.id))
     : [];
-  const { items, nextCursor } = toPage(rows, limit, (r) => toDelivery(r, attempts.filter((a) => a.deliveryId === r.id)));
+  const idle = endpoint.status !== 'enabled';
+  const { items, nextCursor } = toPage(rows, limit, (r) => toDelivery(r, attempts.filter((a) => a.deliveryId === r.id), idle));
   return { deliveries: items, nextCursor };
 }
 
@@ -65,14 +68,33 @@ export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller
   const mine = and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id));
   // Sent again now, whatever its state, except while a send of it is in flight: that one keeps its lease (clearing
   // it would let another instance send it a second time meanwhile) and the request changes nothing.
-  const [row] = await ctx.db.orm
-    .update(webhookDeliveries)
-    .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null, leaseUntil: null })
-    .where(and(mine, or(ne(webhookDeliveries.status, 'delivering'), lt(webhookDeliveries.leaseUntil, ctx.clock.now()))))
-    .returning();
+  const now = ctx.clock.now();
+  const row = await ctx.db.orm.transaction(async (tx) => {
+    const [resent] = await tx
+      .update(webhookDeliveries)
+      .set({ status: 'pending', attempts: 0, nextAttemptAt: now, finishedAt: null, leaseUntil: null })
+      .where(and(mine, or(ne(webhookDeliveries.status, 'delivering'), lt(webhookDeliveries.leaseUntil, now))))
+      .returning();
+    // The later deliveries of its contract that wait for it (parked until its next attempt by the dispatcher's
+    // claim, migration 0009) are due again with it; they still go after it.
+    if (resent?.contractId) {
+      await tx
+        .update(webhookDeliveries)
+        .set({ nextAttemptAt: sql`least(${webhookDeliveries.nextAttemptAt}, ${now.toISOString()}::timestamptz)` })
+        .where(
+          and(
+            eq(webhookDeliveries.endpointId, endpoint.id),
+            eq(webhookDeliveries.contractId, resent.contractId),
+            gt(webhookDeliveries.id, resent.id),
+            eq(webhookDeliveries.status, 'pending'),
+          ),
+        );
+    }
+    return resent;
+  });
   const current = row ?? (await ctx.db.orm.select().from(webhookDeliveries).where(mine))[0];
   if (!current) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
-  return toDelivery(current, []);
+  return toDelivery(current, [], endpoint.status !== 'enabled');
 }
 
 /** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */
@@ -121,5 +143,5 @@ export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Call
     .insert(webhookDeliveries)
     .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: sampleContract(now), test: true, nextAttemptAt: now, createdAt: now })
     .returning();
-  return toDelivery(row, []);
+  return toDelivery(row, [], endpoint.status !== 'enabled');
 }

@@ -121,7 +121,18 @@ export async function updateWebhookEndpoint({
       .where(and(eq(webhookDeliveries.endpointId, row.id), eq(webhookDeliveries.status, 'failed'), gte(webhookDeliveries.finishedAt, since)));
     resendable = { count: n, since: since.toISOString() };
   }
-  const [updated] = await ctx.db.orm.update(webhookEndpoints).set(set).where(eq(webhookEndpoints.id, row.id)).returning();
+  const updated = await ctx.db.orm.transaction(async (tx) => {
+    const [u] = await tx.update(webhookEndpoints).set(set).where(eq(webhookEndpoints.id, row.id)).returning();
+    // Enabled again: what waited while it was disabled (parked by the dispatcher's claim, migration 0009) is due
+    // now. In the transaction that enables it, so a claim parks nothing after it.
+    if (set.status === 'enabled') {
+      await tx
+        .update(webhookDeliveries)
+        .set({ nextAttemptAt: now })
+        .where(and(eq(webhookDeliveries.endpointId, row.id), eq(webhookDeliveries.status, 'pending'), sql`${webhookDeliveries.nextAttemptAt} = 'infinity'`));
+    }
+    return u;
+  });
   return { endpoint: toWebhookEndpoint(updated), ...(resendable && { resendable }) };
 }
 

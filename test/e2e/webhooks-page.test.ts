@@ -311,13 +311,22 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
 
     // By hand: disabled, said so, enabled again with nothing to offer. (The server's clock stands still unless
     // moved: a second passes, so the disabling comes after the failure above, as it would in real time.)
+    // A delivery not yet sent when it is disabled waits, and the log says so; it goes once the endpoint is enabled.
     s.t.clock.advance(1000);
+    const held = await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.rescheduled' } } });
     await c.getByRole('button', { name: 'Disable', exact: true }).click();
     await c.getByText('Disabled by hand').waitFor();
+    await dispatcher.tick();
+    await c.getByRole('button', { name: 'Refresh the delivery log' }).click();
+    await deliveryRow(c, /contract\.rescheduled/).getByText('Held while the endpoint is disabled').waitFor();
     await c.getByRole('button', { name: 'Enable', exact: true }).click();
     await c.getByText('Enabled', { exact: true }).waitFor();
     await page.getByText('Endpoint enabled').waitFor();
     expect(await c.getByText(/failed while this endpoint was off/).count()).toBe(0);
+    await dispatcher.tick();
+    await expect.poll(() => gotAt('/shop-c').map((r) => r.headers['webhook-id'])).toContain(held.webhookId);
+    await c.getByRole('button', { name: 'Refresh the delivery log' }).click();
+    await deliveryRow(c, /contract\.rescheduled/).getByText('Succeeded').waitFor();
 
     // Edit the filter: from all events to resumes only.
     await c.getByRole('button', { name: 'Edit', exact: true }).click();

@@ -276,6 +276,7 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "delivering" | "succeeded" | "failed";
             attempts: number;
+            /** @description When it is next attempted: for one waiting behind an earlier delivery of its contract, that one's next attempt. Null when it is finished, or while its endpoint is disabled. */
             nextAttemptAt: string | null;
             /**
              * Format: date-time

@@ -119,6 +119,16 @@ export function WebhookDeliveries({ endpoint, reloadKey, onActivity, onResent }:
           Next try {formatDateTime(d.nextAttemptAt)}
         </Text>
       )}
+      {d.status === 'pending' && d.nextAttemptAt && attemptCount(d) === 0 && Date.parse(d.nextAttemptAt) > Date.now() + 10_000 && (
+        <Text as="span" variant="bodySm" tone="subdued">
+          After an earlier delivery of its contract, {formatDateTime(d.nextAttemptAt)}
+        </Text>
+      )}
+      {d.status === 'pending' && !d.nextAttemptAt && (
+        <Text as="span" variant="bodySm" tone="subdued">
+          Held while the endpoint is disabled
+        </Text>
+      )}
     </BlockStack>
   );
   const event = (d: WebhookDelivery) => (
