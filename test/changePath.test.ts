@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitContractChange, type ContractChange } from '../src/db/commitContractChange.js';
+import { commitContractChange, commitContractChanges, type ContractChange } from '../src/db/commitContractChange.js';
 import type { ContractRow } from '../src/db/schema.js';
 import { planChange } from '../src/domain/changes.js';
 import type { ContractState } from '../src/domain/contract.js';
@@ -95,6 +95,29 @@ describe('the contract change path', () => {
     const other = await t.shopWithKey();
     await expect(commitContractChange(t.ctx.db, skip(other.shopId, undefined, { contractId: row.id }))).rejects.toMatchObject({ code: 'not_found' });
     expect(await eventRows(t, row.id)).toEqual([]);
+  });
+
+  it('several contracts in one transaction: each is planned from its row; one that cannot change answers why, the others commit', async () => {
+    const { shopId } = await t.shopWithKey();
+    const [a, b, cancelled, leased, idle] = await Promise.all((await t.seed(shopId, 5)).map((c) => contractRow(t, c.id)));
+    const other = await t.shopWithKey();
+    const [foreign] = await t.seed(other.shopId, 1);
+    await setContract(t, cancelled.id, { status: 'CANCELLED' });
+    await sql(t, `UPDATE subscription_contracts SET call_lease = gen_random_uuid(), call_lease_until = $2 WHERE id = $1`, [leased.id, new Date(t.clock.now().getTime() + 60_000)]);
+    const results = await commitContractChanges(t.ctx.db, [
+      skip(shopId, undefined, { contractId: a.id }),
+      skip(shopId, undefined, { contractId: cancelled.id }),
+      skip(shopId, undefined, { contractId: foreign.id }), // another shop's
+      skip(shopId, undefined, { contractId: leased.id }),
+      { ...skip(shopId, undefined, { contractId: idle.id }), plan: () => null },
+      skip(shopId, undefined, { contractId: b.id }),
+    ]);
+    expect(results.map((r) => ('code' in r ? r.code : r.changed))).toEqual([true, 'invalid_state', 'not_found', 'platform_unavailable', false, true]);
+    for (const [row, events] of [[a, 1], [b, 1], [cancelled, 0], [leased, 0], [idle, 0]] as const) {
+      expect((await contractRow(t, row.id)).version).toBe(row.version + events);
+      expect(await eventRows(t, row.id)).toHaveLength(events);
+    }
+    expect((results[0] as { row: ContractRow }).row).toEqual(await contractRow(t, a.id));
   });
 
   it.skipIf(!onPostgres())('a writer holding the row: the optimistic write gives way at once and the change waits its turn (PostgreSQL)', async () => {

@@ -289,6 +289,60 @@ async function commitLocked(db: Database, change: ContractChange, lease?: string
   });
 }
 
+const LOCK_MANY = `
+  SELECT ${CONTRACT_COLUMNS}, c.call_lease::text AS "callLease", c.call_lease_until AS "callLeaseUntil"
+    FROM unnest($1::bigint[], $2::bigint[]) AS q(id, shop_id)
+    JOIN subscription_contracts c ON c.id = q.id AND c.shop_id = q.shop_id
+   ORDER BY c.id FOR UPDATE OF c`;
+
+/**
+ * The locked strategy for the changes of several distinct contracts at once, in one transaction: their rows locked
+ * (in id order, so two such batches never deadlock), each planned from its row as commitLocked would, and one write
+ * of them all. For a writer that has many contracts to bring up to date together (platform sync of what the inbox
+ * read in one call): one commit instead of one per contract. Answers, per change, what commitContractChange would
+ * have: its result, or the ServiceError it would have thrown (not_found, ContractBusy, what planning threw); any
+ * other error fails them all, nothing written.
+ */
+export async function commitContractChanges(db: Database, changes: ContractChange[]): Promise<(CommittedChange | ServiceError)[]> {
+  if (!changes.length) return [];
+  if (new Set(changes.map((c) => c.contractId)).size !== changes.length) throw new Error('commitContractChanges: one change per contract');
+  return db.transaction(async (run: RunSql) => {
+    const rows = await run<ContractRow & Lease>(LOCK_MANY, [changes.map((c) => c.contractId), changes.map((c) => c.shopId)], { name: 'svc_lock_contracts' });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const writes: Write[] = [];
+    const out: (CommittedChange | ServiceError)[] = [];
+    for (const change of changes) {
+      const row = byId.get(change.contractId);
+      if (!row) {
+        out.push(new ServiceError('not_found', MESSAGES.contractNotFound));
+        continue;
+      }
+      row.version = Number(row.version);
+      if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime()) {
+        out.push(new ContractBusy());
+        continue;
+      }
+      let plan: ContractPlan | null;
+      try {
+        plan = await change.plan(row);
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        out.push(err);
+        continue;
+      }
+      if (!plan) {
+        out.push({ row, changed: false });
+        continue;
+      }
+      const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
+      if (plan.events.length || plan.mirror) writes.push(write);
+      out.push({ row: write.after, changed: plan.events.length > 0 });
+    }
+    if (writes.length) await run(COMMIT, parameters(writes), { name: COMMIT_NAME });
+    return out;
+  });
+}
+
 /**
  * Commits one contract change (see the top of this file). Throws what planning throws (invalid_state), not_found
  * when the contract is not the shop's, and database errors; null only with `skipLocked`, when another writer held

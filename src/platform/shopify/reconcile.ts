@@ -4,7 +4,7 @@ import { isNewerRevision, mirrorFields, type PlatformContract } from './contract
 import * as doc from './documents.js';
 import { ContractBusy } from '../../db/commitContractChange.js';
 import type { MirrorFields } from './contracts.js';
-import { mirroredRevisions, syncContract, type SyncOutcome } from './sync.js';
+import { mirroredRevisions, syncContract, syncContracts, type SyncOutcome } from './sync.js';
 
 /** Re-reads this much before the last sweep: the platform's clock and svc's may differ, and updatedAt is to the second. */
 const OVERLAP_MS = 60_000;
@@ -45,12 +45,18 @@ export class Reconciler {
       const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query });
       const fields = page.subscriptionContracts.nodes.map(mirrorFields).filter((f): f is MirrorFields => f !== null);
       const mirror = await mirroredRevisions(this.ctx, shop.id, fields.map((f) => f.id));
-      for (const f of fields) {
-        report.checked++;
-        // What the mirror already holds (the contract's own actions, mostly) is not written again.
+      report.checked += fields.length;
+      // What the mirror already holds (the contract's own actions, mostly) is not written again; the rest of the
+      // page is applied together, and a contract an action holds right now once that action is done.
+      const stale = fields.filter((f) => {
         const m = mirror.get(f.id);
-        if (m && !m.leased && m.revision !== null && !isNewerRevision(f.platformRevision, m.revision)) continue;
-        const outcome: SyncOutcome = await syncUnlessBusy(this.ctx, shop.id, f);
+        return !(m && !m.leased && m.revision !== null && !isNewerRevision(f.platformRevision, m.revision));
+      });
+      const outcomes = await syncContracts(this.ctx, shop.id, stale, { announce: true });
+      for (const f of stale) {
+        let outcome = outcomes.get(f.id)!;
+        if (outcome instanceof ContractBusy) outcome = await syncUnlessBusy(this.ctx, shop.id, f);
+        if (outcome instanceof Error) throw outcome;
         if (outcome === 'created') report.created++;
         if (outcome === 'changed') report.changed++;
       }

@@ -1,4 +1,4 @@
-import { commitContractChange } from '../../db/commitContractChange.js';
+import { commitContractChange, commitContractChanges, type ContractChange } from '../../db/commitContractChange.js';
 import type { ContractRow } from '../../db/schema.js';
 import { PLATFORM, planSync, type ContractPlan, type MirroredContract, type MirrorUpdate } from '../../domain/changes.js';
 import type { ContractState } from '../../domain/contract.js';
@@ -48,17 +48,7 @@ export const mirrorOf = (f: MirrorFields): MirrorUpdate => ({
 export async function syncContract(ctx: ServiceContext, shopId: string, f: MirrorFields, opts: { announce: boolean }): Promise<SyncOutcome> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const done = await commitContractChange(ctx.db, {
-        shopId,
-        contractId: f.id,
-        now: ctx.clock.now(),
-        optimistic: false,
-        plan: (row) => {
-          if (!isNewerRevision(f.platformRevision, row.platformRevision)) return null;
-          // svc's own fields (pausedAt, resumeAt, cancellation) are the row's; the rest is the platform's.
-          return planSync(mirrored(row), mirrored({ ...row, ...f }), f.platformUpdatedAt, mirrorOf(f));
-        },
-      });
+      const done = await commitContractChange(ctx.db, syncChange(ctx, shopId, f));
       return done?.changed ? 'changed' : 'unchanged';
     } catch (err) {
       if (!(err instanceof ServiceError && err.code === 'not_found') || attempt > 0) throw err;
@@ -69,6 +59,42 @@ export async function syncContract(ctx: ServiceContext, shopId: string, f: Mirro
     }
     // Another writer inserted it meanwhile: apply it as a change (once more around the loop).
   }
+}
+
+/** The platform's contract as a change of the mirror's row: applied only when its revision is newer. */
+function syncChange(ctx: ServiceContext, shopId: string, f: MirrorFields): ContractChange {
+  return {
+    shopId,
+    contractId: f.id,
+    now: ctx.clock.now(),
+    optimistic: false,
+    plan: (row) => {
+      if (!isNewerRevision(f.platformRevision, row.platformRevision)) return null;
+      // svc's own fields (pausedAt, resumeAt, cancellation) are the row's; the rest is the platform's.
+      return planSync(mirrored(row), mirrored({ ...row, ...f }), f.platformUpdatedAt, mirrorOf(f));
+    },
+  };
+}
+
+/**
+ * syncContract for several distinct contracts read together, the ones svc holds applied in one transaction
+ * (commitContractChanges); one svc has not seen yet goes through syncContract. Answers each contract's outcome, or
+ * the error its sync met (ContractBusy while an action holds it), by contract id.
+ */
+export async function syncContracts(ctx: ServiceContext, shopId: string, fs: MirrorFields[], opts: { announce: boolean }): Promise<Map<string, SyncOutcome | Error>> {
+  const out = new Map<string, SyncOutcome | Error>();
+  const results = await commitContractChanges(ctx.db, fs.map((f) => syncChange(ctx, shopId, f)));
+  for (const [i, f] of fs.entries()) {
+    const r = results[i];
+    if (r instanceof ServiceError && r.code === 'not_found') {
+      try {
+        out.set(f.id, await syncContract(ctx, shopId, f, opts));
+      } catch (err) {
+        out.set(f.id, err as Error);
+      }
+    } else out.set(f.id, r instanceof ServiceError ? r : r.changed ? 'changed' : 'unchanged');
+  }
+  return out;
 }
 
 /** contract.created (actor platform), committed as a change of the row just inserted. */

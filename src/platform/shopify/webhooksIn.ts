@@ -12,7 +12,7 @@ import { contractGid, contractIdOf, isNewerRevision, mirrorFields, type Platform
 import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer, eraseShop } from './privacy.js';
-import { mirroredRevisions, syncContract } from './sync.js';
+import { mirroredRevisions, syncContracts } from './sync.js';
 
 /**
  * Webhooks from the platform (PRODUCT §9). Receiving is cheap and durable: check the HMAC, store the delivery
@@ -249,15 +249,14 @@ export class PlatformInbox {
         } catch (err) {
           return fail(chunk.flatMap((id) => byContract.get(id)!), err);
         }
-        for (const c of found) {
-          const f = mirrorFields(c);
-          if (!f) continue;
-          try {
-            await syncContract(this.ctx, shop.id, f, { announce: true });
-          } catch (err) {
-            fail(byContract.get(f.id) ?? [], err);
-          }
+        const fields = [...new Map(found.map(mirrorFields).flatMap((f) => (f ? [[f.id, f] as const] : []))).values()];
+        let outcomes: Map<string, unknown>;
+        try {
+          outcomes = await syncContracts(this.ctx, shop.id, fields, { announce: true });
+        } catch (err) {
+          return fail(fields.flatMap((f) => byContract.get(f.id) ?? []), err);
         }
+        for (const [id, outcome] of outcomes) if (outcome instanceof Error) fail(byContract.get(id) ?? [], outcome);
       });
     }
     return units;
