@@ -1,3 +1,4 @@
+import type { components } from '../../clients/typescript/src/schema';
 import type { Session } from './auth';
 
 /** Shapes of the admin JSON API (src/http/admin/routes.ts and webhookRoutes.ts). */
@@ -31,69 +32,23 @@ export type ApiKey = {
   revokedAt: string | null;
 };
 export type KeyList = { keys: ApiKey[]; activeCount: number };
-export type ContractStatus = 'ACTIVE' | 'PAUSED' | 'CANCELLED' | 'EXPIRED' | 'FAILED';
-export type Contract = {
-  id: string;
-  status: ContractStatus;
-  customer: { id: string; email: string };
-  billingPolicy: { interval: 'DAY' | 'WEEK' | 'MONTH' | 'YEAR'; intervalCount: number };
-  nextBillingDate: string;
-  lines: { title: string; variantId: string; quantity: number; price: { amount: string; currencyCode: string } }[];
-  pausedAt: string | null;
-  resumeAt: string | null;
-  cancelledAt: string | null;
-  cancellationReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
-export type ContractEvent = {
-  id: string;
-  type: string;
-  at: string;
-  actor: { type: 'api_key' | 'mcp' | 'admin' | 'scheduler' | 'platform'; keyFingerprint?: string };
-  from: ContractStatus;
-  to: ContractStatus;
-  data: Record<string, unknown>;
-};
-/** Webhooks out (PRODUCT §10; src/domain/webhooks.ts). */
-export type WebhookEndpointStatus = 'enabled' | 'disabled';
-export type WebhookDisabledReason = 'manual' | 'gone' | 'failing';
-export type WebhookEndpoint = {
-  id: string;
-  url: string;
-  description: string | null;
-  /** Event types, or ['*'] for every one. */
-  events: string[];
-  status: WebhookEndpointStatus;
-  disabledReason: WebhookDisabledReason | null;
-  /** When it was disabled; null while enabled. */
-  disabledAt: string | null;
-  /** The first failure of the current run of failed deliveries; null once one succeeds. */
-  failingSince: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
+// The resources the admin API shares with the public API: the types generated from the OpenAPI document
+// (clients/typescript, `npm run client:generate`), so the page and the server cannot drift apart.
+type Schemas = components['schemas'];
+export type Contract = Schemas['SubscriptionContract'];
+export type ContractStatus = Contract['status'];
+export type ContractEvent = Schemas['ContractEvent'];
+/** Webhooks out (PRODUCT §10). */
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+export type WebhookEndpointStatus = WebhookEndpoint['status'];
+export type WebhookDisabledReason = NonNullable<WebhookEndpoint['disabledReason']>;
 export type WebhookEndpointInput = { url: string; description?: string | null; events: string[] };
 export type WebhookEndpointPatch = Partial<WebhookEndpointInput> & { status?: WebhookEndpointStatus };
 /** What failed while a disabled endpoint was failing: offered for resending when it is enabled again. */
 export type WebhookResendable = { count: number; since: string };
-export type WebhookAttempt = { at: string; statusCode: number | null; durationMs: number; error: string | null; responseBody: string | null };
-export type WebhookDeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
-export type WebhookDelivery = {
-  id: string;
-  webhookId: string;
-  type: string;
-  contractId: string | null;
-  eventId: string | null;
-  version: number | null;
-  test: boolean;
-  status: WebhookDeliveryStatus;
-  attempts: number;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  finishedAt: string | null;
-  attemptLog: WebhookAttempt[];
-};
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookDeliveryStatus = WebhookDelivery['status'];
+export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
 
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
