@@ -1,7 +1,7 @@
-import { Banner, BlockStack, Button, ChoiceList, Form, Modal, Text, TextField } from '@shopify/polaris';
-import { ClipboardIcon } from '@shopify/polaris-icons';
-import { useEffect, useRef, useState, type RefObject } from 'react';
+import { Banner, BlockStack, ChoiceList, Form, Modal, Text, TextField } from '@shopify/polaris';
+import { useEffect, useState, type RefObject } from 'react';
 import { ApiError, type ApiKey, type KeyAccess } from '../api';
+import { CopyableSecret } from '../components/CopyableSecret';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 
@@ -25,8 +25,6 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
   const [saving, setSaving] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<{ key: ApiKey; secret: string } | null>(null);
-  const [copy, setCopy] = useState<'idle' | 'copied' | 'failed'>('idle');
-  const copyArea = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     if (!open) {
@@ -35,12 +33,8 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
       setSaving(false);
       setError(null);
       setCreated(null);
-      setCopy('idle');
     }
   }, [open]);
-  useEffect(() => {
-    if (created) copyArea.current?.querySelector('button')?.focus();
-  }, [created]);
 
   const generate = async () => {
     if (saving) return;
@@ -56,19 +50,6 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
       if (e.code === 'key_limit_reached' || e.code === 'plan_required') onStale();
     } finally {
       setSaving(false);
-    }
-  };
-
-  const copySecret = async () => {
-    if (!created) return;
-    try {
-      await navigator.clipboard.writeText(created.secret);
-      setCopy('copied');
-    } catch {
-      setCopy('failed');
-      const field = copyArea.current?.parentElement?.querySelector('textarea');
-      field?.focus();
-      field?.select();
     }
   };
 
@@ -89,31 +70,14 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
                 again; if it is lost, revoke it and generate a new one. Never put it in a browser, an app or a URL.
               </p>
             </Banner>
-            <TextField
+            <CopyableSecret
               label={`API key${created.key.name ? ` “${created.key.name}”` : ''}`}
-              value={created.secret}
-              readOnly
-              monospaced
-              multiline={2}
-              autoComplete="off"
-              selectTextOnFocus
+              secret={created.secret}
+              noun="key"
+              rows={2}
+              focusCopy
               helpText={`Fingerprint ${created.key.fingerprint}: the first 12 characters of the key's SHA-256 digest, shown in the keys table.`}
             />
-            <div ref={copyArea}>
-              <BlockStack gap="200" inlineAlign="start">
-                <Button icon={ClipboardIcon} onClick={copySecret}>
-                  {copy === 'copied' ? 'Copied' : 'Copy key'}
-                </Button>
-                <div role="status" aria-live="polite">
-                  {copy === 'copied' && <Text as="p" tone="success">Key copied to the clipboard.</Text>}
-                  {copy === 'failed' && (
-                    <Text as="p" tone="critical">
-                      The browser did not allow copying. The key is selected: press Ctrl+C (⌘C on a Mac).
-                    </Text>
-                  )}
-                </div>
-              </BlockStack>
-            </div>
           </BlockStack>
         </Modal.Section>
       </Modal>

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'react';
 import { ApiError, type WebhookDelivery, type WebhookEndpoint } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { CopyableSecret } from './WebhookSecret';
+import { CopyableSecret } from '../components/CopyableSecret';
 import { WEBHOOK_EVENT_TYPES } from './webhookText';
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));

@@ -1,47 +1,11 @@
-import { BlockStack, Button, InlineStack, Text, TextField } from '@shopify/polaris';
-import { ClipboardIcon, ViewIcon } from '@shopify/polaris-icons';
-import { useRef, useState } from 'react';
+import { BlockStack, Button, InlineStack, Text } from '@shopify/polaris';
+import { ViewIcon } from '@shopify/polaris-icons';
+import { useState } from 'react';
 import { ApiError, type WebhookEndpoint } from '../api';
+import { CopyableSecret } from '../components/CopyableSecret';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { formatDateTime } from '../format';
-
-/** A secret in a read-only field with a Copy button; when the browser refuses the clipboard, the text is selected. */
-export function CopyableSecret({ label, secret, helpText }: { label: string; secret: string; helpText?: string }) {
-  const [copy, setCopy] = useState<'idle' | 'copied' | 'failed'>('idle');
-  const area = useRef<HTMLDivElement>(null);
-  const copySecret = async () => {
-    try {
-      await navigator.clipboard.writeText(secret);
-      setCopy('copied');
-    } catch {
-      setCopy('failed');
-      const field = area.current?.querySelector('input');
-      field?.focus();
-      field?.select();
-    }
-  };
-  return (
-    <div ref={area}>
-      <BlockStack gap="200">
-        <TextField label={label} value={secret} readOnly monospaced autoComplete="off" selectTextOnFocus helpText={helpText} />
-        <InlineStack gap="200" blockAlign="center">
-          <Button icon={ClipboardIcon} onClick={copySecret}>
-            {copy === 'copied' ? 'Copied' : 'Copy secret'}
-          </Button>
-          <div role="status" aria-live="polite">
-            {copy === 'copied' && <Text as="p" tone="success">Secret copied to the clipboard.</Text>}
-            {copy === 'failed' && (
-              <Text as="p" tone="critical">
-                The browser did not allow copying. The secret is selected: press Ctrl+C (⌘C on a Mac).
-              </Text>
-            )}
-          </div>
-        </InlineStack>
-      </BlockStack>
-    </div>
-  );
-}
 
 /**
  * The endpoint's signing secret, fetched only when the merchant asks for it and dropped when hidden: it is not in the
