@@ -55,10 +55,9 @@ BEGIN
      LIMIT 50000
   LOOP
     IF r.endpoint_status IS DISTINCT FROM 'enabled' THEN
-      IF r.status = 'pending' THEN
-        idle_ids := idle_ids || r.id;
-        IF NOT r.endpoint_id = ANY (idle_endpoints) THEN idle_endpoints := idle_endpoints || r.endpoint_id; END IF;
-      END IF;
+      -- (One in flight whose lease ran out, its sender gone, waits as pending: sent again once enabled.)
+      idle_ids := idle_ids || r.id;
+      IF NOT r.endpoint_id = ANY (idle_endpoints) THEN idle_endpoints := idle_endpoints || r.endpoint_id; END IF;
     ELSIF r.head_status IS NOT NULL THEN
       -- Behind an earlier delivery that waits for a later attempt: parked until then (one in flight, or due now,
       -- will be done in a moment).
@@ -96,9 +95,10 @@ BEGIN
     -- The endpoints' rows are held (FOR SHARE) while their deliveries are parked: enabling one waits for this
     -- transaction and then sets them due again, or came first and they are not parked.
     PERFORM 1 FROM webhook_endpoints w WHERE w.id = ANY (idle_endpoints) FOR SHARE;
-    UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+    UPDATE webhook_deliveries d SET next_attempt_at = 'infinity', status = 'pending', lease_until = NULL
       FROM (SELECT l.id FROM webhook_deliveries l JOIN webhook_endpoints w ON w.id = l.endpoint_id
-             WHERE l.id = ANY (idle_ids) AND l.status = 'pending' AND w.status <> 'enabled'
+             WHERE l.id = ANY (idle_ids) AND w.status <> 'enabled'
+               AND (l.status = 'pending' OR (l.status = 'delivering' AND l.lease_until <= p_now))
                FOR UPDATE OF l SKIP LOCKED) x
      WHERE d.id = x.id;
   END IF;
