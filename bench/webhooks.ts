@@ -182,7 +182,9 @@ async function main() {
     actions: { without: Math.round(mean(runs.without)), withEndpoint: Math.round(mean(runs.with)), ratio: Math.round((mean(runs.with) / mean(runs.without)) * 1000) / 1000 },
     withWaiting,
   };
+  // The schema is dropped only once svc has exited: dropping it under a running dispatcher can deadlock.
   svc.child.kill('SIGTERM');
+  await new Promise((r) => svc.child.once('exit', r));
   await receiver.close();
   agent.destroy();
   await bench.db.close();
