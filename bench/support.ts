@@ -60,23 +60,30 @@ export function peakRssMb(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
 
-/** CPU time (user + system, ms) used so far by one process, or by every process whose command starts with `name`. */
+/**
+ * CPU time (user + system, ms) used so far by one process, or by every process named `name` (its command name, as
+ * `ps -o comm` gives it) together with what their exited children used: a database's backends come and go during a
+ * run (a pool closes idle connections), and the time of one that has exited is counted in its parent's (the
+ * postmaster's), so the total only grows.
+ */
 export function cpuMs(which: { pid: number } | { name: string }): number {
-  const read = (pid: string) => {
+  // /proc/<pid>/stat after the command: utime, stime, cutime and cstime are fields 14–17 (clock ticks, 100 a second).
+  const read = (pid: string, children: boolean) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+      const ticks = Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0);
+      return (ticks * 1000) / 100;
     } catch {
       return 0;
     }
   };
-  if ('pid' in which) return read(String(which.pid));
+  if ('pid' in which) return read(String(which.pid), false);
   let total = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(which.name)) total += read(pid);
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === which.name) total += read(pid, true);
     } catch {
       // gone
     }
