@@ -267,7 +267,20 @@ export const optimisticWrites = perDatabase(
     ),
 );
 
-/** `lease`: the change's own lease (its fallback after an optimistic write that lost), which does not stop it. */
+/**
+ * Under the contract's row lock: the change planned from the row as it now is, and the write that commits it (null:
+ * nothing to write). ContractBusy while another change holds the contract's lease; `lease`, the change's own (its
+ * fallback after an optimistic write that lost), does not stop it. Throws what planning throws.
+ */
+async function planLocked(row: ContractRow & Lease, change: ContractChange, lease?: string): Promise<{ done: CommittedChange; write: Write | null }> {
+  row.version = Number(row.version);
+  if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime() && row.callLease !== lease) throw new ContractBusy();
+  const plan = await change.plan(row);
+  if (!plan) return { done: { row, changed: false }, write: null };
+  const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
+  return { done: { row: write.after, changed: plan.events.length > 0 }, write: plan.events.length || plan.mirror ? write : null };
+}
+
 async function commitLocked(db: Database, change: ContractChange, lease?: string): Promise<CommittedChange | null> {
   return db.transaction(async (run: RunSql) => {
     const skip = !!change.skipLocked;
@@ -276,16 +289,15 @@ async function commitLocked(db: Database, change: ContractChange, lease?: string
       if (change.skipLocked) return null;
       throw new ServiceError('not_found', MESSAGES.contractNotFound);
     }
-    row.version = Number(row.version);
-    if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime() && row.callLease !== lease) {
-      if (change.skipLocked) return null;
-      throw new ContractBusy();
+    let planned: Awaited<ReturnType<typeof planLocked>>;
+    try {
+      planned = await planLocked(row, change, lease);
+    } catch (err) {
+      if (change.skipLocked && err instanceof ContractBusy) return null;
+      throw err;
     }
-    const plan = await change.plan(row);
-    if (!plan) return { row, changed: false };
-    const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
-    if (plan.events.length || plan.mirror) await run(COMMIT, parameters([write]), { name: COMMIT_NAME });
-    return { row: write.after, changed: plan.events.length > 0 };
+    if (planned.write) await run(COMMIT, parameters([planned.write]), { name: COMMIT_NAME });
+    return planned.done;
   });
 }
 
@@ -297,7 +309,7 @@ const LOCK_MANY = `
 
 /**
  * The locked strategy for the changes of several distinct contracts at once, in one transaction: their rows locked
- * (in id order, so two such batches never deadlock), each planned from its row as commitLocked would, and one write
+ * (in id order, so two such batches never deadlock), each planned from its row as commitLocked does, and one write
  * of them all. For a writer that has many contracts to bring up to date together (platform sync of what the inbox
  * read in one call): one commit instead of one per contract. Answers, per change, what commitContractChange would
  * have: its result, or the ServiceError it would have thrown (not_found, ContractBusy, what planning threw); any
@@ -317,26 +329,14 @@ export async function commitContractChanges(db: Database, changes: ContractChang
         out.push(new ServiceError('not_found', MESSAGES.contractNotFound));
         continue;
       }
-      row.version = Number(row.version);
-      if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime()) {
-        out.push(new ContractBusy());
-        continue;
-      }
-      let plan: ContractPlan | null;
       try {
-        plan = await change.plan(row);
+        const { done, write } = await planLocked(row, change);
+        if (write) writes.push(write);
+        out.push(done);
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         out.push(err);
-        continue;
       }
-      if (!plan) {
-        out.push({ row, changed: false });
-        continue;
-      }
-      const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
-      if (plan.events.length || plan.mirror) writes.push(write);
-      out.push({ row: write.after, changed: plan.events.length > 0 });
     }
     if (writes.length) await run(COMMIT, parameters(writes), { name: COMMIT_NAME });
     return out;

@@ -21,8 +21,9 @@ type Props = {
   onResent: (d: WebhookDelivery) => void;
 };
 
-const inFlight = (d: WebhookDelivery) =>
-  d.status === 'delivering' || (d.status === 'pending' && d.nextAttemptAt !== null && Date.parse(d.nextAttemptAt) <= Date.now() + 10_000);
+/** Pending and going out within 10 s: the log keeps looking; later than that, it waits (a retry, or an earlier delivery). */
+const dueSoon = (d: WebhookDelivery) => d.status === 'pending' && d.nextAttemptAt !== null && Date.parse(d.nextAttemptAt) <= Date.now() + 10_000;
+const inFlight = (d: WebhookDelivery) => d.status === 'delivering' || dueSoon(d);
 
 /** An endpoint's delivery log, newest first: each delivery's outcome, its attempts on request, and Resend. */
 export function WebhookDeliveries({ endpoint, reloadKey, onActivity, onResent }: Props) {
@@ -119,7 +120,7 @@ export function WebhookDeliveries({ endpoint, reloadKey, onActivity, onResent }:
           Next try {formatDateTime(d.nextAttemptAt)}
         </Text>
       )}
-      {d.status === 'pending' && d.nextAttemptAt && attemptCount(d) === 0 && Date.parse(d.nextAttemptAt) > Date.now() + 10_000 && (
+      {d.status === 'pending' && d.nextAttemptAt && attemptCount(d) === 0 && !dueSoon(d) && (
         <Text as="span" variant="bodySm" tone="subdued">
           After an earlier delivery of its contract, {formatDateTime(d.nextAttemptAt)}
         </Text>
