@@ -14,7 +14,7 @@ import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
 import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
-import { accessLogWriter, scrubKeys } from './http/logging.js';
+import { accessLogWriter, requestLoggerFactory, scrubKeys } from './http/logging.js';
 import type { RequestLoad } from './http/load.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
@@ -52,6 +52,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    childLoggerFactory: requestLoggerFactory as never,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,

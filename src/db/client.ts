@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { schema } from './schema.js';
+import { rowTypes } from './timestamps.js';
 
 /** The typed query builder, the same type over PGlite and node-postgres. */
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -104,6 +105,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     query_timeout: QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     options: opts.searchPath ? `-c search_path=${opts.searchPath}` : undefined,
+    // Rows of svc's own statements: timestamps read by position (timestamps.ts). The query builder parses its own.
+    types: rowTypes,
   });
   // An idle client losing its connection must not take the process down; the next query reports it.
   pool.on('error', (err) => opts.onPoolError?.(err));

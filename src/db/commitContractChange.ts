@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ContractPlan } from '../domain/changes.js';
-import type { ContractState } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
-import { toContract } from '../domain/resources.js';
+import { toContract, type Contract } from '../domain/resources.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
 import { CONTRACT_EVENT_CONSUMERS } from './contractEventConsumers.js';
@@ -50,8 +49,12 @@ export type ContractChange = {
   record?: IdempotencyRecord;
 };
 
-/** The contract after the change, and whether anything was written (null row: skipped, another writer held it). */
-export type CommittedChange = { row: ContractRow; changed: boolean };
+/**
+ * The contract after the change, and whether anything was written. `contract`: the contract as a client sees it
+ * after the change's last event, exactly as the events' consumers and the idempotency record got it (none when the
+ * change had no event).
+ */
+export type CommittedChange = { row: ContractRow; changed: boolean; contract?: Contract };
 
 // Parameters: the contracts' new states ($1–$11), their events with the contract after each ($12–$21), the
 // idempotency records ($22–$25), the mirror's columns ($26–$32). A change of n events moves the contract's version by n: each event has its own
@@ -181,18 +184,26 @@ export class ContractBusy extends ServiceError {
   }
 }
 
-/** One contract's write as the statement takes it: the row after the change, the version it was planned from. */
-type Write = { after: ContractRow; fromVersion: number; plan: ContractPlan; now: Date; record?: IdempotencyRecord };
+/**
+ * One contract's write as the statement takes it: the row after the change, the version it was planned from, and the
+ * contract as a client sees it right after each event (what the events' consumers get; the last one is the service's
+ * result, which an Idempotency-Key records).
+ */
+type Write = { after: ContractRow; fromVersion: number; plan: ContractPlan; now: Date; record?: IdempotencyRecord; contracts: string[]; last?: Contract };
+
+function newWrite(row: ContractRow, plan: ContractPlan, change: Pick<ContractChange, 'now' | 'record'>): Write {
+  const after = rowAfter(row, plan, change.now);
+  let last: Contract | undefined;
+  const contracts = plan.events.map((e) => JSON.stringify((last = toContract(after, e.after))));
+  return { after, fromVersion: row.version, plan, now: change.now, record: change.record, contracts, last };
+}
+
+/** What a committed write answers: the row after it, and the contract as its last event and its record have it. */
+const committedBy = (w: Write, changed: boolean): CommittedChange => ({ row: w.after, changed, contract: w.last });
 
 function parameters(writes: Write[]): unknown[] {
   const col = (f: (w: Write, i: number) => unknown) => writes.map(f);
-  const events = writes.flatMap((w, i) =>
-    w.plan.events.map((e, k) => {
-      // The contract as a client sees it right after this event: with the idempotency record, the service's result.
-      const contract = JSON.stringify(toContract({ ...withState(w.after, e.after), version: w.fromVersion + k + 1 }));
-      return { ord: i + 1, step: k + 1, at: w.now, contract, ...e };
-    }),
-  );
+  const events = writes.flatMap((w, i) => w.plan.events.map((e, k) => ({ ord: i + 1, step: k + 1, at: w.now, contract: w.contracts[k], ...e })));
   const ev = (f: (e: (typeof events)[number]) => unknown) => events.map(f);
   const records = writes.flatMap((w, i) => (w.record ? [{ ord: i + 1, record: w.record, result: events.findLast((e) => e.ord === i + 1)!.contract }] : []));
   const rec = (f: (r: (typeof records)[number]) => unknown) => records.map(f);
@@ -232,24 +243,34 @@ function parameters(writes: Write[]): unknown[] {
   ];
 }
 
-/** A contract row with the state a plan gives it (only the state's own fields: the rest is the row's). */
-function withState(row: ContractRow, s: ContractState): ContractRow {
+/** The contract row as the statement leaves it: the plan's state and mirror, the version moved by one per event. */
+function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow {
+  const s = plan.state;
+  const m = plan.mirror;
+  // Field by field (not spread): this runs for every change, and copying a whole row by spread is several times
+  // slower.
   return {
-    ...row,
+    id: row.id,
+    shopId: row.shopId,
     status: s.status,
+    customerId: m?.customerId ?? row.customerId,
+    customerEmail: m?.customerEmail ?? row.customerEmail,
+    billingInterval: m?.billingInterval ?? row.billingInterval,
+    billingIntervalCount: m?.billingIntervalCount ?? row.billingIntervalCount,
     nextBillingDate: s.nextBillingDate,
+    lines: m?.lines ?? row.lines,
     pausedAt: s.pausedAt,
     resumeAt: s.resumeAt,
     cancelledAt: s.cancelledAt,
     cancellationReason: s.cancellationReason,
+    createdAt: row.createdAt,
+    updatedAt: plan.events.length ? now : row.updatedAt,
+    version: row.version + plan.events.length,
+    platformRevision: m?.platformRevision ?? row.platformRevision,
+    platformUpdatedAt: m?.platformUpdatedAt ?? row.platformUpdatedAt,
+    callLease: null,
+    callLeaseUntil: null,
   };
-}
-
-/** The contract row as the statement leaves it (the version moves by one per event), with the plan's mirror. */
-function rowAfter(row: ContractRow, plan: ContractPlan, now: Date): ContractRow {
-  const after = { ...withState({ ...row, ...plan.mirror }, plan.state), version: row.version + plan.events.length, callLease: null, callLeaseUntil: null };
-  if (plan.events.length) after.updatedAt = now;
-  return after;
 }
 
 const writtenOrds = (rows: { ord: number }[], n: number) => {
@@ -277,8 +298,8 @@ async function planLocked(row: ContractRow & Lease, change: ContractChange, leas
   if (row.callLeaseUntil && row.callLeaseUntil.getTime() > change.now.getTime() && row.callLease !== lease) throw new ContractBusy();
   const plan = await change.plan(row);
   if (!plan) return { done: { row, changed: false }, write: null };
-  const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
-  return { done: { row: write.after, changed: plan.events.length > 0 }, write: plan.events.length || plan.mirror ? write : null };
+  const write = newWrite(row, plan, change);
+  return { done: committedBy(write, plan.events.length > 0), write: plan.events.length || plan.mirror ? write : null };
 }
 
 async function commitLocked(db: Database, change: ContractChange, lease?: string): Promise<CommittedChange | null> {
@@ -354,8 +375,8 @@ export async function commitContractChange(db: Database, change: ContractChange)
   if (read && change.optimistic !== false) {
     const plan = await change.plan(read);
     if (!plan) return { row: read, changed: false };
-    const write: Write = { after: rowAfter(read, plan, change.now), fromVersion: read.version, plan, now: change.now, record: change.record };
-    if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
+    const write = newWrite(read, plan, change);
+    if (await optimisticWrites(db).load(write)) return committedBy(write, true);
   }
   return commitLocked(db, change);
 }
@@ -376,9 +397,9 @@ async function commitLeased(db: Database, change: ContractChange): Promise<Commi
     await release(db, row.id, lease);
     return { row, changed: false };
   }
-  const write: Write = { after: rowAfter(row, plan, change.now), fromVersion: row.version, plan, now: change.now, record: change.record };
+  const write = newWrite(row, plan, change);
   try {
-    if (await optimisticWrites(db).load(write)) return { row: write.after, changed: true };
+    if (await optimisticWrites(db).load(write)) return committedBy(write, true);
     // Not written: a locked writer had the row for a moment (SKIP LOCKED), or the lease lapsed and another change
     // was made. Under the lock: the same write if the contract is as planned; else plan again (and call again).
     const same = await db.transaction(async (run: RunSql) => {
@@ -387,7 +408,7 @@ async function commitLeased(db: Database, change: ContractChange): Promise<Commi
       await run(COMMIT, parameters([write]), { name: COMMIT_NAME });
       return true;
     });
-    if (same) return { row: write.after, changed: true };
+    if (same) return committedBy(write, true);
     const done = await commitLocked(db, change, lease);
     // Nothing written (nothing left to do, or another writer held the row): the lease is still ours to give back.
     if (!done?.changed) await release(db, row.id, lease);

@@ -19,6 +19,20 @@ export type ContractState = {
   cancellationReason: string | null;
 };
 
+/** The state part of a contract (of a row, say), as a state of its own: what planning copies and changes. */
+export function stateOf(c: ContractState): ContractState {
+  return {
+    status: c.status,
+    billingInterval: c.billingInterval,
+    billingIntervalCount: c.billingIntervalCount,
+    nextBillingDate: c.nextBillingDate,
+    pausedAt: c.pausedAt,
+    resumeAt: c.resumeAt,
+    cancelledAt: c.cancelledAt,
+    cancellationReason: c.cancellationReason,
+  };
+}
+
 export type ActionName = ContractAction['action'];
 
 /** Which statuses each action may start from (PRODUCT §3). */
@@ -64,7 +78,7 @@ export function applyAction(state: ContractState, action: ContractAction, now: D
     );
   }
   const from = state.status;
-  const next: ContractState = { ...state };
+  const next = stateOf(state);
   switch (action.action) {
     case 'pause': {
       const alreadyPaused = from === 'PAUSED';

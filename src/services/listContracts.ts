@@ -36,6 +36,6 @@ export async function listContracts({
     )
     .orderBy(asc(contracts.id))
     .limit(limit + 1);
-  const { items, nextCursor } = toPage(rows, limit, toContract);
+  const { items, nextCursor } = toPage(rows, limit, (row) => toContract(row));
   return { contracts: items, nextCursor };
 }

@@ -69,5 +69,5 @@ export async function seedContracts({
   for (let i = 0; i < rows.length; i += 500) {
     created.push(...(await ctx.db.orm.insert(contracts).values(rows.slice(i, i + 500)).returning()));
   }
-  return created.map(toContract);
+  return created.map((row) => toContract(row));
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { nextBillingAfter } from '../../src/domain/contract.js';
-import { addInterval, parseUtcTimestamp } from '../../src/domain/time.js';
+import { addInterval, isoString, parseUtcTimestamp } from '../../src/domain/time.js';
+import { parseTimestamptz } from '../../src/db/timestamps.js';
+import pg from 'pg';
 import { apiAccess } from '../../src/domain/access.js';
 
 const d = (s: string) => new Date(s);
@@ -82,5 +84,47 @@ describe('apiAccess (PRODUCT §2)', () => {
     expect(apiAccess('basic', now, until)).toEqual({ allowed: true, reason: 'free_period', freePeriodEndsAt: until });
     expect(apiAccess('basic', until, until)).toEqual({ allowed: false, reason: 'plan_required', freePeriodEndsAt: null });
     expect(apiAccess('Enterprise', now, null).allowed).toBe(false);
+  });
+});
+
+describe('isoString', () => {
+  it('is toISOString, to the character, for every date', () => {
+    const edges = ['1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2028-02-29T12:00:00.007Z', '1970-01-01T00:00:00.000Z'];
+    for (const e of edges) expect(isoString(new Date(e))).toBe(e);
+    // Outside 1000–9999 the text has another shape (a sign, six digits, or leading zeros): toISOString's own.
+    for (const t of [-62198755200000, -1e15, 1e15, Date.UTC(999, 11, 31, 23, 59, 59, 999)]) expect(isoString(new Date(t))).toBe(new Date(t).toISOString());
+    for (let i = 0; i < 20_000; i++) {
+      const date = new Date(Math.floor((Math.random() * 2 - 0.5) * 3e14));
+      expect(isoString(date)).toBe(date.toISOString());
+    }
+    expect(() => isoString(new Date(NaN))).toThrow(RangeError);
+  });
+});
+
+describe('parseTimestamptz (timestamps PostgreSQL sends)', () => {
+  const general = pg.types.getTypeParser(1184, 'text') as (s: string) => unknown;
+  const same = (s: string) => {
+    const a = parseTimestamptz(s);
+    const b = general(s);
+    expect(a instanceof Date ? a.getTime() : a).toEqual(b instanceof Date ? b.getTime() : b);
+  };
+
+  it('reads UTC timestamps with 0 to 6 fractional digits as pg does', () => {
+    expect((parseTimestamptz('2026-11-24 00:00:12.345+00') as Date).toISOString()).toBe('2026-11-24T00:00:12.345Z');
+    expect((parseTimestamptz('2026-11-24 00:00:12+00') as Date).toISOString()).toBe('2026-11-24T00:00:12.000Z');
+    expect((parseTimestamptz('2026-11-24 00:00:12.5+00') as Date).toISOString()).toBe('2026-11-24T00:00:12.500Z');
+    expect((parseTimestamptz('2026-11-24 00:00:12.345999+00') as Date).toISOString()).toBe('2026-11-24T00:00:12.345Z');
+    for (let f = 0; f < 1000; f++) same(`2026-11-24 23:59:59.${String(f).padStart(3, '0')}+00`);
+    for (let i = 0; i < 20_000; i++) {
+      const iso = new Date(Math.floor(Math.random() * 4e12) - 1e12).toISOString();
+      const fraction = String(Math.floor(Math.random() * 1e6)).padStart(6, '0').slice(0, 1 + Math.floor(Math.random() * 6));
+      same(`${iso.slice(0, 10)} ${iso.slice(11, 19)}${i % 5 ? '.' + fraction : ''}+00`);
+    }
+  });
+
+  it('leaves every other form to the general parser', () => {
+    for (const s of ['infinity', '-infinity', '2026-11-24 00:00:12+05:30', '2026-11-24 00:00:12.5-03', '0099-01-01 00:00:00+00', '12026-01-01 00:00:00+00', '2026-01-01 00:00:00+00 BC', '2026-11-24 00:00:12.+00']) {
+      same(s);
+    }
   });
 });
