@@ -457,7 +457,7 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
     const xactsBefore = await transactions(s.db);
     const before = { svc: cpuMs({ pid: target.child.pid! }), standIn: cpuMs({ pid: s.standInPid }), postgres: cpuMs({ name: 'postgres' }) };
     const statuses: Record<number, number> = {};
-    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [pauseResumeRequests(ids, CONNECTIONS, { paused, statuses })] });
+    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [pauseResumeRequests(ids, { paused, statuses })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     const cpu = { svc: us(cpuMs({ pid: target.child.pid! }) - before.svc), standIn: us(cpuMs({ pid: s.standInPid }) - before.standIn), postgres: us(cpuMs({ name: 'postgres' }) - before.postgres) };
     // Statements (each its own transaction, or one transaction of several) PostgreSQL ran per action, all of svc's.

@@ -3,7 +3,10 @@
  * in a timed test). Starts svc as a child process on PostgreSQL when DATABASE_URL is set (in a fresh schema), else on
  * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario for BENCH_SECONDS
  * (default 10) at 50 connections, each right after a baseline run of its method, and gives each scenario's ratio to
- * that run. The last line printed is one JSON object.
+ * that run. Every run, the baseline's included, is measured after BENCH_WARMUP seconds (default 3) of the same load
+ * that are not counted: a running service has its code compiled and its connections open, and a JIT-compiled process
+ * measured from its first request shows its warm-up instead (an action's CPU falls by a quarter or more over its first
+ * seconds of load). The last line printed is one JSON object.
  */
 import os from 'node:os';
 import autocannon from 'autocannon';
@@ -12,9 +15,10 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { benchDatabase, buildServer, cpuMs, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
+import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONNECTIONS = 50;
 const CONTRACTS = 2000;
 const FIXED_RATE = 500;
@@ -33,12 +37,15 @@ const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0 };
 let svcPid = 0;
 let basePid = 0;
 let baseUrl = '';
+let svcUrl = '';
 
 async function run(name: string, opts: autocannon.Options, key?: string): Promise<Result> {
   if (key && !wanted(key)) return SKIPPED;
+  if (WARMUP > 0) await autocannon({ connections: CONNECTIONS, ...opts, duration: WARMUP });
   const target = baseUrl && String(opts.url).startsWith(baseUrl) ? basePid : svcPid;
   const svcBefore = target ? cpuMs({ pid: target }) : 0;
   const pgBefore = cpuMs({ name: 'postgres' });
+  const batchesBefore = target === svcPid ? await batchStats(svcUrl) : null;
   const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
   const served = r.requests.total || 1;
   const svcUs = target ? Math.round(((cpuMs({ pid: target }) - svcBefore) * 1000) / served) : 0;
@@ -52,6 +59,7 @@ async function run(name: string, opts: autocannon.Options, key?: string): Promis
   };
   const cpu = `  cpu/req: ${target === basePid ? 'baseline' : 'svc'} ${svcUs} µs, postgres ${pgUs} µs`;
   console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}${cpu}`);
+  if (batchesBefore) console.log(`${''.padEnd(28)} batched statements (per request, mean batch): ${batchDelta(batchesBefore, await batchStats(svcUrl), served)}`);
   return res;
 }
 
@@ -86,6 +94,7 @@ async function main() {
   const nodeArgs = buildServer(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   const svc = await startChild('dist/main.js', env, nodeArgs);
   svcPid = svc.child.pid!;
+  svcUrl = svc.url;
   const base = await startChild('bench/baseline.ts', {}, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}/baseline`] : [], '/echo/1');
   basePid = base.child.pid!;
   baseUrl = base.url;
@@ -94,13 +103,16 @@ async function main() {
     base.child.kill('SIGTERM');
   });
   console.log('rate limits raised for this run only (RATE_LIMIT_PER_MINUTE and AUTH_FAILURE_LIMIT_PER_MINUTE = 100,000,000): this measures throughput, not the limiter');
-  console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; ${SECONDS}s per scenario at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
+  console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; ${SECONDS}s per scenario (after ${WARMUP}s of warm-up) at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
 
   const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   const randomId = () => ids[Math.floor(Math.random() * ids.length)];
   const getReq = { method: 'GET' as const, setupRequest: (r: any) => ({ ...r, path: `/api/v1/subscription-contracts/${randomId()}` }) };
 
-  const actionReq = pauseResumeRequests(ids, CONNECTIONS);
+  // One record of which contracts are paused, kept by every run that acts (warm-ups included), so none asks for a
+  // transition its contract cannot make.
+  const paused = new Set<string>();
+  const actionReq = pauseResumeRequests(ids, { paused });
   const forged = 'svc_live_' + 'A'.repeat(49);
   const unknown = newRawKey();
 
@@ -137,7 +149,7 @@ async function main() {
   }, 'mcp');
   // Steady 500 requests/s: GETs of random contracts, then pause/resume actions (never two at once on one contract).
   const fixedGet = await steadyRow(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
-  const fixedAction = await steadyRow(`svc action at ${FIXED_RATE}/s`, 'fixedAction', FIXED_RATE, pauseResumeNext(svc.url, randomId, new Set<string>()), auth);
+  const fixedAction = await steadyRow(`svc action at ${FIXED_RATE}/s`, 'fixedAction', FIXED_RATE, pauseResumeNext(svc.url, randomId, paused), auth);
   const rss = peakRssMb(svc.child.pid!);
 
   // The JSON's baseline is the run paired with the GET and with the action scenario.

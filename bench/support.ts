@@ -121,27 +121,52 @@ export async function benchDatabase(): Promise<{ db: Database; env: NodeJS.Proce
 }
 
 /**
- * autocannon requests that pause and resume contracts: each connection owns a slice of `ids` and toggles pause/resume
- * on its own contracts, so no two requests meet on one contract and every action is allowed. `paused`: the contracts
- * paused already (kept current as the run goes); `statuses` counts the answers.
+ * After an answer, does the contract now stand as the request asked? 200: done. 409 invalid_state: it already did
+ * (a request whose answer was never counted, cut off at the end of an earlier run, made the change), so the record
+ * follows the contract and its next request is the right one.
  */
-export function pauseResumeRequests(ids: string[], connections: number, opts: { paused?: Set<string>; statuses?: Record<number, number> } = {}) {
-  let slice = 0;
-  const per = Math.floor(ids.length / connections);
+const flips = (status: number) => status === 200 || status === 409;
+
+/**
+ * Picks contracts no request is acting on, so no two requests meet on one contract and every action is allowed. A
+ * contract is in flight from its pick to its answer; one whose answer never came (a run ended first) is free again
+ * after a few seconds.
+ */
+function contractPicker(pick: () => string) {
+  const inFlight = new Map<string, number>();
+  return {
+    take(): string {
+      const now = Date.now();
+      let id = pick();
+      for (let tries = 0; tries < 50 && (inFlight.get(id) ?? -Infinity) > now - 5000; tries++) id = pick();
+      inFlight.set(id, now);
+      return id;
+    },
+    release(id: string): void {
+      inFlight.delete(id);
+    },
+  };
+}
+
+/**
+ * autocannon requests that pause and resume contracts, each request a contract no other request is acting on, the
+ * opposite of what its contract last did. `paused`: the contracts paused already (kept current as the run goes, and
+ * across runs that share it); `statuses` counts the answers. (autocannon gives each request a fresh context, so
+ * nothing is kept per connection.)
+ */
+export function pauseResumeRequests(ids: string[], opts: { paused?: Set<string>; statuses?: Record<number, number> } = {}) {
+  const paused = opts.paused ?? new Set<string>();
+  const picker = contractPicker(() => ids[Math.floor(Math.random() * ids.length)]);
   return {
     method: 'POST' as const,
     setupRequest: (r: any, c: any) => {
-      if (!c.mine) {
-        c.mine = ids.slice(slice * per, (slice + 1) * per);
-        c.paused = opts.paused ?? new Set<string>();
-        slice = (slice + 1) % connections;
-      }
-      c.id = c.mine[Math.floor(Math.random() * c.mine.length)];
-      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: c.paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
+      c.id = picker.take();
+      return { ...r, path: `/api/v1/subscription-contracts/${c.id}/actions`, body: paused.has(c.id) ? '{"action":"resume"}' : '{"action":"pause"}' };
     },
     onResponse: (status: number, _body: string, c: any) => {
       if (opts.statuses) opts.statuses[status] = (opts.statuses[status] ?? 0) + 1;
-      if (status === 200) (c.paused.has(c.id) ? c.paused.delete(c.id) : c.paused.add(c.id));
+      picker.release(c.id);
+      if (flips(status)) (paused.has(c.id) ? paused.delete(c.id) : paused.add(c.id));
     },
   };
 }
@@ -213,24 +238,45 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
 }
 
 /**
- * For steadyRate: pause or resume a contract no earlier request is still acting on (when a server that cannot keep
- * up has most of them queued, any contract: a rare 409 then counts as non-2xx). `paused` is kept current.
+ * For steadyRate: pause or resume a contract no earlier request is still acting on. `paused` is kept current.
  */
 export function pauseResumeNext(baseUrl: string, pick: () => string, paused: Set<string>): () => SteadyRequest {
-  const busy = new Set<string>();
+  const picker = contractPicker(pick);
   return () => {
-    let id = pick();
-    for (let tries = 0; busy.has(id) && tries < 20; tries++) id = pick();
-    busy.add(id);
+    const id = picker.take();
     const pausing = !paused.has(id);
     return {
       method: 'POST',
       url: `${baseUrl}/api/v1/subscription-contracts/${id}/actions`,
       body: pausing ? '{"action":"pause"}' : '{"action":"resume"}',
       done: (status) => {
-        busy.delete(id);
-        if (status === 200) (pausing ? paused.add(id) : paused.delete(id));
+        picker.release(id);
+        if (status !== null && flips(status)) (pausing ? paused.add(id) : paused.delete(id));
       },
     };
   };
+}
+
+type BatchStats = Record<string, { statements: number; inputs: number }>;
+
+/** The hot statements' counters from svc's /metrics (svc_db_batched_*): how many ran, for how many callers. */
+export async function batchStats(url: string): Promise<BatchStats> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
+  const out: BatchStats = {};
+  for (const m of text.matchAll(/^svc_db_batched_(statements|inputs)_total\{statement="(\w+)"\} (\d+)/gm)) {
+    const s = (out[m[2]] ??= { statements: 0, inputs: 0 });
+    s[m[1] as 'statements' | 'inputs'] = Number(m[3]);
+  }
+  return out;
+}
+
+/** What ran between two batchStats readings, per request served: "name statements/request (mean batch)". */
+export function batchDelta(before: BatchStats, after: BatchStats, served: number): string {
+  const parts: string[] = [];
+  for (const [name, a] of Object.entries(after)) {
+    const statements = a.statements - (before[name]?.statements ?? 0);
+    const inputs = a.inputs - (before[name]?.inputs ?? 0);
+    if (statements) parts.push(`${name} ${(statements / served).toFixed(3)} (${(inputs / statements).toFixed(1)})`);
+  }
+  return parts.join(', ') || 'none';
 }

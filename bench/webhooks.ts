@@ -66,7 +66,8 @@ async function main() {
     const { secret } = await generateKey({ ctx, input: { shopId: s.id, name: 'bench' } });
     if (endpoint) await createWebhookEndpoint({ ctx, input: { caller: { shopId: s.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: `${receiver.url}/hook` } } });
     const ids = (await seedContracts({ ctx, input: { shopId: s.id, count: CONTRACTS } })).map((c) => c.id);
-    return { shopId: s.id, auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids };
+    // paused: the contracts paused now, kept by every run that acts on the shop.
+    return { shopId: s.id, auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids, paused: new Set<string>() };
   };
   const withHook = await shop('bench-hooks.myshopify.com', true);
   const without = await shop('bench-plain.myshopify.com', false);
@@ -83,7 +84,7 @@ async function main() {
 
   // 1. A backlog written with no dispatcher running, then sent by one instance.
   let svc = await startChild('dist/main.js', { ...env, SCHEDULER_ENABLED: 'false' }, nodeArgs);
-  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, CONNECTIONS)] });
+  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, { paused: withHook.paused })] });
   svc.child.kill('SIGTERM');
   await new Promise((r) => svc.child.once('exit', r));
   const backlogStart = receiver.times.length;
@@ -104,7 +105,7 @@ async function main() {
   // 2. Commit to receipt at a steady 200 changes per second.
   const latencyStart = receiver.latencies.length;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });
-  const paused = new Set<string>();
+  const paused = withHook.paused;
   const busy = new Set<string>();
   const total = RATE * SECONDS;
   await new Promise<void>((resolve) => {
@@ -120,7 +121,7 @@ async function main() {
           res.resume();
           res.on('end', () => {
             busy.delete(id);
-            if (res.statusCode === 200) (paused.has(id) ? paused.delete(id) : paused.add(id));
+            if (res.statusCode === 200 || res.statusCode === 409) (paused.has(id) ? paused.delete(id) : paused.add(id));
           });
         });
         req.end(body);
@@ -140,7 +141,7 @@ async function main() {
   /** One run: actions per second, and the CPU each action cost svc and PostgreSQL. */
   const actions = async (s: typeof withHook) => {
     const before = { svc: cpuMs({ pid: svc.child.pid! }), postgres: cpuMs({ name: 'postgres' }) };
-    const r = await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, CONNECTIONS)] });
+    const r = await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, { paused: s.paused })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     return { rps: r.requests.average, cpu: `svc ${us(cpuMs({ pid: svc.child.pid! }) - before.svc)} µs, postgres ${us(cpuMs({ name: 'postgres' }) - before.postgres)} µs` };
   };
@@ -156,7 +157,7 @@ async function main() {
   svc.child.kill('SIGTERM');
   await new Promise((r) => svc.child.once('exit', r));
   svc = await startChild('dist/main.js', { ...env, SCHEDULER_ENABLED: 'false' }, nodeArgs);
-  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, CONNECTIONS)] });
+  await autocannon({ url: svc.url, connections: CONNECTIONS, amount: BACKLOG, headers: withHook.auth, requests: [pauseResumeRequests(withHook.ids, { paused: withHook.paused })] });
   svc.child.kill('SIGTERM');
   await new Promise((r) => svc.child.once('exit', r));
   await writeWaiting(bench.db, withHook.shopId, `${receiver.url}/failing`);
