@@ -279,12 +279,18 @@ const writtenOrds = (rows: { ord: number }[], n: number) => {
   return out;
 };
 
-/** The optimistic statement of one database, batched over concurrent callers: true where the write was made. */
+/**
+ * The optimistic statement of one database, batched over concurrent callers: true where the write was made. One batch
+ * at the database at a time: each is a commit (a WAL flush), and while one commits the next gathers every change that
+ * arrives meanwhile, so under load the commits grow with the load instead of two half-size ones contending (paired
+ * bench runs: ~10 % more actions per second, ~12 % less PostgreSQL CPU per action than with two). A lone change still
+ * goes out at once.
+ */
 export const optimisticWrites = perDatabase(
   (db: Database) =>
     new Batcher<Write, boolean>(
       async (writes) => writtenOrds(await db.prepared<{ ord: number }>(COMMIT_NAME, COMMIT, parameters(writes)), writes.length),
-      { failsEveryInput: isDatabaseUnavailable },
+      { failsEveryInput: isDatabaseUnavailable, maxInFlight: 1 },
     ),
 );
 
