@@ -15,6 +15,39 @@ export function scrubSecrets(text: string): string {
 export type LineSink = { write(line: string): unknown };
 
 /**
+ * Lines gathered into blocks of about 4 KiB before they reach the destination, which gets one write per block, at
+ * least once a second. (Given line by line, sonic-boom measures the text it holds on every write: at a few thousand
+ * requests a second, copying up to 16 KiB per access line, a few per cent of a request.)
+ */
+class Blocks {
+  private lines: string[] = [];
+  private size = 0;
+  constructor(
+    private readonly out: LineSink & { flushSync(): void },
+    private readonly blockSize = 4096,
+  ) {
+    setInterval(() => this.flush(), 1000).unref();
+  }
+  write(line: string): void {
+    this.lines.push(line);
+    this.size += line.length;
+    if (this.size >= this.blockSize) this.flush();
+  }
+  private flush(): void {
+    if (!this.lines.length) return;
+    const block = this.lines.length === 1 ? this.lines[0] : this.lines.join('');
+    this.lines = [];
+    this.size = 0;
+    this.out.write(block);
+  }
+  /** Everything gathered, written now. */
+  flushSync(): void {
+    this.flush();
+    this.out.flushSync();
+  }
+}
+
+/**
  * JSON logs whose every line passes through scrubSecrets (API keys and session tokens), with any `authorization`
  * value censored as well (pino's redact: at the top level or one level down, `headers.authorization` included).
  * Nothing a client sends can put a key into a log line. (The access line, the one on every request, is written
@@ -27,7 +60,7 @@ export type LineSink = { write(line: string): unknown };
 export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
   let sink: LineSink & { flushSync?(): void } | undefined = opts.sink;
   if (!sink) {
-    const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 });
+    const stdout = new Blocks(pino.destination({ dest: 1, sync: false }));
     process.on('exit', () => {
       try {
         stdout.flushSync();
