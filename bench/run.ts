@@ -1,12 +1,15 @@
 /**
  * npm run bench: svc against a bare Fastify baseline on this machine (PRODUCT's performance targets live here, never
  * in a timed test). Starts svc as a child process on PostgreSQL when DATABASE_URL is set (in a fresh schema), else on
- * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario for BENCH_SECONDS
- * (default 10) at 50 connections, each right after a baseline run of its method, and gives each scenario's ratio to
- * that run. Every run, the baseline's included, is measured after BENCH_WARMUP seconds (default 3) of the same load
- * that are not counted: a running service has its code compiled and its connections open, and a JIT-compiled process
- * measured from its first request shows its warm-up instead (an action's CPU falls by a quarter or more over its first
- * seconds of load). The last line printed is one JSON object.
+ * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario at 50 connections in
+ * BENCH_ROUNDS rounds (default 3) of BENCH_SECONDS each (default 4), each round a baseline run of the scenario's method
+ * and then the scenario, and gives the median of the rounds' ratios: this machine's speed moves by tens of percent
+ * within minutes (other tenants), and the baseline (a bare echo) moves more than svc does, so one pair of runs can
+ * land on two different machines; three short pairs, alternating, see the same ones. Each side is measured after
+ * BENCH_WARMUP seconds (default 3) of the same load that are not counted: a running service has its code compiled
+ * and its connections open, and a JIT-compiled process measured from its first request shows its warm-up instead
+ * (an action's CPU falls by a quarter or more over its first seconds of load). The last line printed is one JSON
+ * object.
  */
 import os from 'node:os';
 import autocannon from 'autocannon';
@@ -17,8 +20,11 @@ import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+/** The fixed-rate runs, one each: long enough for a p99 of thousands of requests. */
+const FIXED_SECONDS = Number(process.env.BENCH_FIXED_SECONDS ?? 10);
 const CONNECTIONS = 50;
 const CONTRACTS = 2000;
 const FIXED_RATE = 500;
@@ -39,9 +45,7 @@ let basePid = 0;
 let baseUrl = '';
 let svcUrl = '';
 
-async function run(name: string, opts: autocannon.Options, key?: string): Promise<Result> {
-  if (key && !wanted(key)) return SKIPPED;
-  if (WARMUP > 0) await autocannon({ connections: CONNECTIONS, ...opts, duration: WARMUP });
+async function run(name: string, opts: autocannon.Options): Promise<Result> {
   const target = baseUrl && String(opts.url).startsWith(baseUrl) ? basePid : svcPid;
   const svcBefore = target ? cpuMs({ pid: target }) : 0;
   const pgBefore = cpuMs({ name: 'postgres' });
@@ -63,10 +67,39 @@ async function run(name: string, opts: autocannon.Options, key?: string): Promis
   return res;
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * A scenario against the baseline of its method: both warmed up, then ROUNDS rounds of a baseline run and a scenario
+ * run. The scenario's figures over its rounds (mean rate, median p50, worst p99, all errors), the baseline's mean
+ * rate, and the median of the rounds' ratios.
+ */
+async function paired(key: string, names: [string, string], baseline: autocannon.Options, scenario: autocannon.Options): Promise<{ svc: Result; base: number; ratio: number }> {
+  if (!wanted(key)) return { svc: SKIPPED, base: NaN, ratio: NaN };
+  if (WARMUP > 0) {
+    await autocannon({ connections: CONNECTIONS, ...baseline, duration: WARMUP });
+    await autocannon({ connections: CONNECTIONS, ...scenario, duration: WARMUP });
+  }
+  const rounds: { base: Result; svc: Result }[] = [];
+  for (let i = 0; i < ROUNDS; i++) rounds.push({ base: await run(names[0], baseline), svc: await run(names[1], scenario) });
+  const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
+  const svc: Result = {
+    rps: mean(rounds.map((r) => r.svc.rps)),
+    p50: median(rounds.map((r) => r.svc.p50)),
+    p99: Math.max(...rounds.map((r) => r.svc.p99)),
+    errors: rounds.reduce((n, r) => n + r.svc.errors, 0),
+    non2xx: rounds.reduce((n, r) => n + r.svc.non2xx, 0),
+  };
+  const ratios = rounds.map((r) => r.svc.rps / r.base.rps);
+  const ratio = Math.round(median(ratios) * 1000) / 1000;
+  console.log(`${''.padEnd(28)} ratio ${ratio} (rounds: ${ratios.map((x) => x.toFixed(3)).join(', ')})`);
+  return { svc, base: mean(rounds.map((r) => r.base.rps)), ratio };
+}
+
 /** Latency at a steady rate (support.ts steadyRate), printed as a row. */
 async function steadyRow(name: string, key: string, rate: number, next: () => SteadyRequest, headers: Record<string, string>): Promise<Result> {
   if (!wanted(key)) return SKIPPED;
-  const res = await steadyRate({ rate, seconds: SECONDS, connections: CONNECTIONS, headers, next });
+  const res = await steadyRate({ rate, seconds: FIXED_SECONDS, connections: CONNECTIONS, headers, next });
   console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}  (steady, open loop)`);
   return res;
 }
@@ -103,7 +136,7 @@ async function main() {
     base.child.kill('SIGTERM');
   });
   console.log('rate limits raised for this run only (RATE_LIMIT_PER_MINUTE and AUTH_FAILURE_LIMIT_PER_MINUTE = 100,000,000): this measures throughput, not the limiter');
-  console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; ${SECONDS}s per scenario (after ${WARMUP}s of warm-up) at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
+  console.log(`svc ${svc.url} on ${where}; baseline ${base.url}; ${CONTRACTS} contracts; per scenario ${ROUNDS} rounds of ${SECONDS}s against the baseline's (after ${WARMUP}s of warm-up each) at ${CONNECTIONS} connections; node ${process.version}; ${os.cpus().length} cores`);
 
   const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   const randomId = () => ids[Math.floor(Math.random() * ids.length)];
@@ -116,24 +149,13 @@ async function main() {
   const forged = 'svc_live_' + 'A'.repeat(49);
   const unknown = newRawKey();
 
-  const results: Record<string, Result> = {};
-  // Every svc scenario runs right after a baseline run of the same method, and its ratio is to that run: this
-  // machine's speed drifts by tens of percent within minutes (other tenants), and a pair 10 s apart sees the same
-  // machine. Every baseline run is in the table.
-  const baselineGet = () => run('baseline GET', { url: `${base.url}/echo/1` });
-  const baselinePost = () =>
-    run('baseline POST', { url: `${base.url}/echo/1`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' });
-  const paired: Record<string, Result> = {};
-  paired.get = await baselineGet();
-  results.get = await run('svc GET contract', { url: svc.url, headers: auth, requests: [getReq] }, 'get');
-  paired.action = await baselinePost();
-  results.action = await run('svc pause/resume', { url: svc.url, headers: auth, requests: [actionReq] }, 'action');
-  paired.forged = await baselineGet();
-  results.forged = await run('svc forged key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } }, 'forged');
-  paired.unknownKey = await baselineGet();
-  results.unknownKey = await run('svc unknown key (401)', { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } }, 'unknownKey');
-  paired.mcp = await baselinePost();
-  results.mcp = await run('svc MCP tools/call', {
+  const getBaseline = { url: `${base.url}/echo/1` };
+  const postBaseline = { url: `${base.url}/echo/1`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' };
+  const get = await paired('get', ['baseline GET', 'svc GET contract'], getBaseline, { url: svc.url, headers: auth, requests: [getReq] });
+  const action = await paired('action', ['baseline POST', 'svc pause/resume'], postBaseline, { url: svc.url, headers: auth, requests: [actionReq] });
+  const forgedRun = await paired('forged', ['baseline GET', 'svc forged key (401)'], getBaseline, { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } });
+  const unknownRun = await paired('unknownKey', ['baseline GET', 'svc unknown key (401)'], getBaseline, { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } });
+  const mcp = await paired('mcp', ['baseline POST', 'svc MCP tools/call'], postBaseline, {
     url: `${svc.url}/mcp`,
     method: 'POST',
     headers: { ...auth, accept: 'application/json, text/event-stream' },
@@ -146,35 +168,28 @@ async function main() {
         }),
       },
     ],
-  }, 'mcp');
+  });
+  const results: Record<string, Result> = { get: get.svc, action: action.svc, forged: forgedRun.svc, unknownKey: unknownRun.svc, mcp: mcp.svc };
   // Steady 500 requests/s: GETs of random contracts, then pause/resume actions (never two at once on one contract).
   const fixedGet = await steadyRow(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
   const fixedAction = await steadyRow(`svc action at ${FIXED_RATE}/s`, 'fixedAction', FIXED_RATE, pauseResumeNext(svc.url, randomId, paused), auth);
   const rss = peakRssMb(svc.child.pid!);
 
-  // The JSON's baseline is the run paired with the GET and with the action scenario.
-  const baseGet = paired.get.rps;
-  const basePost = paired.action.rps;
+  // The JSON's baseline: the mean of the runs paired with the GET and with the action scenario.
   const pick = (r: Result) => ({ rps: r.rps, p50: r.p50, p99: r.p99 });
-  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
   const summary = {
-    baseline: { get: baseGet, post: basePost },
+    baseline: { get: get.base, post: action.base },
     get: pick(results.get),
     action: pick(results.action),
     forged: pick(results.forged),
     unknownKey: pick(results.unknownKey),
     mcp: pick(results.mcp),
     fixedRate: { get: { p99: fixedGet.p99 }, action: { p99: fixedAction.p99 } },
-    ratios: {
-      get: ratio(results.get.rps, paired.get.rps),
-      action: ratio(results.action.rps, paired.action.rps),
-      forged: ratio(results.forged.rps, paired.forged.rps),
-      unknownKey: ratio(results.unknownKey.rps, paired.unknownKey.rps),
-    },
+    ratios: { get: get.ratio, action: action.ratio, forged: forgedRun.ratio, unknownKey: unknownRun.ratio },
     peakRssMb: rss,
   };
   const unexpected = Object.entries({ ...results, fixedGet, fixedAction })
-    .filter(([k, r]) => r.errors > 0 || (!['forged', 'unknownKey'].includes(k) && r.non2xx > r.rps * SECONDS * 0.01))
+    .filter(([k, r]) => r.errors > 0 || (!['forged', 'unknownKey'].includes(k) && r.non2xx > r.rps * SECONDS * ROUNDS * 0.01))
     .map(([k]) => k);
   if (unexpected.length) console.log(`warning: errors or unexpected non-2xx answers in: ${unexpected.join(', ')}`);
   for (const c of cleanups) await c();
