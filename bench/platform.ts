@@ -131,7 +131,14 @@ type StandInClient = { child: ChildProcess; call<T>(method: string, ...args: unk
 async function startStandInProcess(): Promise<StandInClient> {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const gc = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
-  const child = spawn(process.execPath, [...profile, ...gc, ...(process.env.STANDIN_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bench/platform.ts', '--stand-in'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // NODE_ENV=production: in development, graphql-js checks every instanceof of its execution against copies of itself
+  // from other realms (a guard for development bundles); the platform's GraphQL server is its own, and what it costs
+  // here is the stand-in's, not svc's, on the cores they share.
+  const child = spawn(process.execPath, [...profile, ...gc, ...(process.env.STANDIN_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'bench/platform.ts', '--stand-in'], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let next = 1;
   const ready = new Promise<void>((resolve, reject) => {

@@ -114,7 +114,8 @@ export class WebhookSender {
       } else if (rule?.mode === 'delay') this.track(this.later(rule.ms).then(() => this.send(delivery)));
       else if (rule?.mode === 'twice' && rule.concurrent) this.track(Promise.all([this.send(delivery), this.send(delivery)]).then(() => {}));
       else if (rule?.mode === 'twice') this.track(this.send(delivery).then(() => this.send(delivery)));
-      else this.track(this.send(delivery));
+      // The platform's webhooks leave after its answer (a queue behind its commit), never inside it.
+      else this.track(afterAnswer().then(() => this.send(delivery)));
       return delivery;
     });
   }
@@ -213,3 +214,6 @@ export class WebhookSender {
     });
   }
 }
+
+/** Resolves once the current turn (the request that emitted, and its answer) is done. */
+const afterAnswer = () => new Promise<void>((resolve) => setImmediate(resolve));
