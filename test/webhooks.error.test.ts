@@ -191,3 +191,31 @@ describe('failing receivers', () => {
     expect((await deliveriesOf(s.key, s.endpoint.id))[0].status).toBe('succeeded');
   });
 });
+
+describe('deleting an endpoint', () => {
+  it('deletes its delivery log with it, attempts included', async () => {
+    const s = await shopWithEndpoint();
+    await skip(s.key, s.contractId);
+    await dispatcher.tick();
+    expect(s.got()).toHaveLength(1);
+    const ids = (await sql<{ id: string }>(t, `SELECT id::text AS id FROM webhook_deliveries WHERE endpoint_id = $1`, [s.endpoint.id])).map((r) => r.id);
+    const attempts = async () => (await sql<{ n: number }>(t, `SELECT count(*)::int AS n FROM webhook_attempts WHERE delivery_id = ANY ($1::bigint[])`, [ids]))[0].n;
+    expect(ids).toHaveLength(1);
+    expect(await attempts()).toBe(1);
+    expect((await t.inject({ method: 'DELETE', url: `${WEBHOOKS}/${s.endpoint.id}`, headers: bearer(s.key) })).statusCode).toBe(204);
+    expect((await sql<{ n: number }>(t, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY ($1::bigint[])`, [ids]))[0].n).toBe(0);
+    expect(await attempts()).toBe(0);
+  });
+
+  it('a delivery its change wrote while the endpoint was being deleted is dropped by the next claim, and nothing is sent', async () => {
+    const s = await shopWithEndpoint();
+    await skip(s.key, s.contractId);
+    // The change committed its delivery after the deletion had read the endpoint's deliveries: the endpoint is gone,
+    // its delivery is left.
+    await sql(t, `DELETE FROM webhook_endpoints WHERE id = $1`, [s.endpoint.id]);
+    expect((await sql<{ n: number }>(t, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1`, [s.endpoint.id]))[0].n).toBe(1);
+    await dispatcher.tick();
+    expect(s.got()).toHaveLength(0);
+    expect((await sql<{ n: number }>(t, `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1`, [s.endpoint.id]))[0].n).toBe(0);
+  });
+});

@@ -136,11 +136,17 @@ export async function updateWebhookEndpoint({
   return { endpoint: toWebhookEndpoint(updated), ...(resendable && { resendable }) };
 }
 
-/** Deletes an endpoint with its delivery log; nothing more is sent to it. */
+/**
+ * Deletes an endpoint with its delivery log (the deliveries, and their attempts with them); nothing more is sent to
+ * it. A delivery that a change commits while this runs is dropped by the dispatcher's claim (migration 0010).
+ */
 export async function deleteWebhookEndpoint({ ctx, input }: ServiceCall<{ caller: Caller; id: string }>): Promise<void> {
   assertMayChange(input.caller);
   const row = await endpointRow(ctx, input.caller, input.id);
-  await ctx.db.orm.delete(webhookEndpoints).where(eq(webhookEndpoints.id, row.id));
+  await ctx.db.transaction(async (run) => {
+    await run('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [row.id]);
+    await run('DELETE FROM webhook_endpoints WHERE id = $1', [row.id]);
+  });
 }
 
 /** A new signing secret; the previous one keeps signing beside it for 24 h, so receivers can switch without a gap. */
