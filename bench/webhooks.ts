@@ -7,7 +7,8 @@
  * - commit to receipt: actions at a steady 200 per second for BENCH_SECONDS; each delivery's latency is its receipt
  *   time minus its event's time (the change's moment, just before its commit), p50 and p99;
  * - actions with one enabled endpoint against actions without, in the same run (pause/resume at 50 connections,
- *   alternating, twice each), the dispatcher sending all along;
+ *   after a warm-up of each, BENCH_ROUNDS rounds (default 3) of BENCH_ROUND_SECONDS (default 5) without and then with;
+ *   the median of the rounds' ratios), the dispatcher sending all along;
  * - deliveries per second with BENCH_WAITING (default 100,000) deliveries waiting in the outbox: half of them behind
  *   the retrying first deliveries of their contracts to a failing receiver, half for a disabled endpoint. A new
  *   backlog of BENCH_BACKLOG is written, then an instance starts; from its start to the last delivery received.
@@ -26,6 +27,10 @@ import type { Database } from '../src/db/client.js';
 import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** The actions comparison: rounds of a run without an endpoint and a run with one, after a warm-up of each. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
 const WAITING = Number(process.env.BENCH_WAITING ?? 100_000);
 const CONTRACTS = 1000;
@@ -137,21 +142,24 @@ async function main() {
   const latency = { p50: percentile(latencies, 50), p99: percentile(latencies, 99), delivered: latencies.length, of: total };
   console.log(`at ${RATE} changes/s for ${SECONDS} s: commit to receipt p50 ${latency.p50} ms, p99 ${latency.p99} ms (${latencies.length} of ${total} delivered)`);
 
-  // 3. Actions with and without an enabled endpoint, alternating.
+  // 3. Actions with and without an enabled endpoint, alternating: after a warm-up of both, ROUNDS rounds of a run
+  // without and a run with; the ratio is the median of the rounds' (this machine's speed moves within a minute).
   /** One run: actions per second, and the CPU each action cost svc and PostgreSQL. */
-  const actions = async (s: typeof withHook) => {
+  const actions = async (s: typeof withHook, seconds: number) => {
     const before = { svc: cpuMs({ pid: svc.child.pid! }), postgres: cpuMs({ name: 'postgres' }) };
-    const r = await autocannon({ url: svc.url, connections: CONNECTIONS, duration: SECONDS, headers: s.auth, requests: [pauseResumeRequests(s.ids, { paused: s.paused })] });
+    const r = await autocannon({ url: svc.url, connections: CONNECTIONS, duration: seconds, headers: s.auth, requests: [pauseResumeRequests(s.ids, { paused: s.paused })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     return { rps: r.requests.average, cpu: `svc ${us(cpuMs({ pid: svc.child.pid! }) - before.svc)} µs, postgres ${us(cpuMs({ name: 'postgres' }) - before.postgres)} µs` };
   };
+  await actions(without, WARMUP);
+  await actions(withHook, WARMUP);
   const runs = { without: [] as number[], with: [] as number[] };
-  for (let i = 0; i < 2; i++) {
-    const a = await actions(without);
-    const b = await actions(withHook);
+  for (let i = 0; i < ROUNDS; i++) {
+    const a = await actions(without, ROUND_SECONDS);
+    const b = await actions(withHook, ROUND_SECONDS);
     runs.without.push(a.rps);
     runs.with.push(b.rps);
-    console.log(`actions/s without an endpoint ${Math.round(a.rps)} (cpu/action ${a.cpu}), with one ${Math.round(b.rps)} (cpu/action ${b.cpu})`);
+    console.log(`actions/s without an endpoint ${Math.round(a.rps)} (cpu/action ${a.cpu}), with one ${Math.round(b.rps)} (cpu/action ${b.cpu}): ${(b.rps / a.rps).toFixed(3)}`);
   }
   // 4. A backlog sent while many more deliveries wait in the outbox and cannot go.
   svc.child.kill('SIGTERM');
@@ -175,12 +183,13 @@ async function main() {
   );
 
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const summary = {
     database: bench.where === 'PostgreSQL' ? 'postgres' : 'pglite',
     deliveriesPerSec,
     cpuPerDeliveryUs: cpu,
     commitToReceiptMs: { rate: RATE, p50: latency.p50, p99: latency.p99, delivered: latency.delivered, of: latency.of },
-    actions: { without: Math.round(mean(runs.without)), withEndpoint: Math.round(mean(runs.with)), ratio: Math.round((mean(runs.with) / mean(runs.without)) * 1000) / 1000 },
+    actions: { without: Math.round(mean(runs.without)), withEndpoint: Math.round(mean(runs.with)), ratio: Math.round(median(runs.with.map((w, i) => w / runs.without[i])) * 1000) / 1000 },
     withWaiting,
   };
   // The schema is dropped only once svc has exited: dropping it under a running dispatcher can deadlock.
