@@ -48,15 +48,16 @@ describe('a platform that refuses, fails or throttles changes nothing', () => {
   });
 
   it.each([
-    ['a 503', { kind: 'error', status: 503 }],
-    ['a 500', { kind: 'error', status: 500 }],
-    ['no answer in time', { kind: 'hang' }],
-  ] as const)('%s is 503 platform_unavailable with Retry-After, and nothing changes', async (_label, fault) => {
+    ['a 503', { kind: 'error', status: 503 }, 'HTTP 503'],
+    ['a 500', { kind: 'error', status: 500 }, 'HTTP 500'],
+    ['no answer in time', { kind: 'hang' }, 'no answer in time'],
+    ['a connection cut before the answer', { kind: 'hangup' }, 'the connection failed'],
+  ] as const)('%s is 503 platform_unavailable with Retry-After, and nothing changes', async (_label, fault, why) => {
     const s = await p.install({ contracts: 1 });
     p.standIn.faults.add(fault as never, { operation: 'subscriptionContractPause', shop: s.domain });
     const res = await act(s.key, s.contractIds[0], { action: 'pause' });
     expect(res.statusCode).toBe(503);
-    expect(res.json().error.code).toBe('platform_unavailable');
+    expect(res.json().error).toMatchObject({ code: 'platform_unavailable', message: expect.stringContaining(`(${why})`) });
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect((await contract(s)).status).toBe('ACTIVE');
     expect(p.standIn.contract(s.domain, s.contractIds[0]).status).toBe('ACTIVE');

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { keptAliveAgents } from '../http/keepAlive.js';
 import { AddressRefused, allowedAddresses, guardedLookup, type AddressPolicy } from './addressGuard.js';
 
 /** What one attempt came to: the receiver's status (null: no answer), how long it took, and why it failed if it did. */
@@ -18,7 +19,7 @@ export const DELIVERY_TIMEOUT_MS = 15_000;
 const MAX_RESPONSE_BYTES = 4096;
 
 // Connections are kept alive between deliveries to one receiver: most deliveries go to a few endpoints.
-const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+const agents = keptAliveAgents();
 
 /**
  * POSTs one delivery (PRODUCT §10): success is a 2xx within 15 s; a redirect is not followed (it is a failure); at

@@ -354,7 +354,7 @@ export class ShopifyAdmin {
           retriedNetwork = true;
           continue;
         }
-        throw platformUnavailable('no answer in time');
+        throw platformUnavailable(deadline.signal.aborted ? 'no answer in time' : 'the connection failed');
       } finally {
         deadline.clear();
       }

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { keptAliveAgents } from '../../http/keepAlive.js';
 
 /**
  * The fetch svc hands the platform's GraphQL client (its `customFetchApi`) and uses for the token endpoint: a POST or
@@ -11,7 +12,7 @@ import https from 'node:https';
  * promoted to the old heap and collected in long pauses (bench:platform's p99). What is used of fetch here is small:
  * method, headers, a string body, a signal, and `redirect: 'error'` (a redirect is a failure, never followed).
  */
-const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+const agents = keptAliveAgents();
 
 /** Statuses whose Response has no body (the Response constructor refuses one). */
 const NULL_BODY = new Set([101, 204, 205, 304]);
