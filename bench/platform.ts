@@ -11,8 +11,11 @@
  * - the import of BENCH_IMPORT (default 100,000) contracts through a bulk operation: from opening the admin to the
  *   import completed (the stand-in writes the bulk file beforehand, as the platform does on its own machines), and
  *   svc's peak RSS (a fresh process, so the peak is the import's);
- * - pause/resume actions in platform mode against standalone mode in the same run (alternating, twice each, with
- *   the CPU per action), then both at a steady 200 per second (open loop): p50 and p99.
+ * - pause/resume actions in platform mode against standalone mode in the same run: after BENCH_WARMUP seconds
+ *   (default 3) of each, not counted, BENCH_ROUNDS rounds (default 3) of BENCH_ROUND_SECONDS (default 5) standalone
+ *   and then platform, with the CPU per action; the ratio is the median of the rounds' (this machine's speed moves
+ *   within a minute, and a process measured from its first request shows its warm-up). Then both at a steady 200
+ *   per second (open loop) for BENCH_SECONDS: p50 and p99.
  * BENCH_ONLY=accept,process,actions,import runs some of them; BENCH_PROFILE=dir writes svc's CPU profiles;
  * BENCH_SVC_LOG=file keeps svc's log (BENCH_TRACE_GC=1 adds V8's GC lines to it; the stand-in's go to the output). The last line printed is one JSON object.
  */
@@ -26,9 +29,13 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { benchDatabase, buildServer, cpuMs, freePort, pauseResumeNext, pauseResumeRequests, peakRssMb, root, steadyRate } from './support.js';
+import { benchDatabase, buildServer, cpuMs, freePort, mean, median, pauseResumeNext, pauseResumeRequests, peakRssMb, root, steadyRate } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** The actions' comparison: after BENCH_WARMUP seconds of each, BENCH_ROUNDS rounds of BENCH_ROUND_SECONDS each. */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const INBOX = Number(process.env.BENCH_INBOX ?? 5000);
 const IMPORT = Number(process.env.BENCH_IMPORT ?? 100_000);
 const ACTION_CONTRACTS = 1000;
@@ -204,7 +211,6 @@ const rssMb = (pid: number) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 };
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 async function one<T>(db: Database, sql: string, params: unknown[] = []): Promise<T> {
   return (await db.withSession((q) => q<T & object>(sql, params)))[0] as T;
@@ -459,12 +465,12 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
   const standalone = await startSvc(s.common, s.nodeArgs, await freePort());
   const actionIds = shop.ids.slice(INBOX);
   /** One autocannon run of pause/resume, with the CPU each action cost svc, the platform and PostgreSQL. */
-  const run = async (target: Svc, auth: Record<string, string>, shopId: string, ids: string[]) => {
+  const run = async (target: Svc, auth: Record<string, string>, shopId: string, ids: string[], seconds = ROUND_SECONDS) => {
     const paused = await pausedAmong(s.db, shopId, ids);
     const xactsBefore = await transactions(s.db);
     const before = { svc: cpuMs({ pid: target.child.pid! }), standIn: cpuMs({ pid: s.standInPid }), postgres: cpuMs({ name: 'postgres' }) };
     const statuses: Record<number, number> = {};
-    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: SECONDS, headers: auth, requests: [pauseResumeRequests(ids, { paused, statuses })] });
+    const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: seconds, headers: auth, requests: [pauseResumeRequests(ids, { paused, statuses })] });
     const us = (ms: number) => Math.round((ms * 1000) / (r.requests.total || 1));
     const cpu = { svc: us(cpuMs({ pid: target.child.pid! }) - before.svc), standIn: us(cpuMs({ pid: s.standInPid }) - before.standIn), postgres: us(cpuMs({ name: 'postgres' }) - before.postgres) };
     // Statements (each its own transaction, or one transaction of several) PostgreSQL ran per action, all of svc's.
@@ -473,7 +479,11 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
     return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, statuses, cpu, xacts };
   };
   const runs = { standalone: [] as Awaited<ReturnType<typeof run>>[], platform: [] as Awaited<ReturnType<typeof run>>[] };
-  for (let i = 0; i < 2; i++) {
+  if (WARMUP > 0) {
+    await run(standalone, standaloneAuth, standaloneShop.id, standaloneIds, WARMUP);
+    await run(shop.svc, shop.auth, shop.shopId, actionIds, WARMUP);
+  }
+  for (let i = 0; i < ROUNDS; i++) {
     const a = await run(standalone, standaloneAuth, standaloneShop.id, standaloneIds);
     const b = await run(shop.svc, shop.auth, shop.shopId, actionIds);
     runs.standalone.push(a);
@@ -483,6 +493,7 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
         `platform ${Math.round(b.rps)} (p99 ${b.p99} ms, statuses ${JSON.stringify(b.statuses)}; cpu/action svc ${b.cpu.svc} µs, platform ${b.cpu.standIn} µs, postgres ${b.cpu.postgres} µs; ${b.xacts} transactions/action)`,
     );
   }
+  console.log(`actions ratio ${median(runs.platform.map((r, i) => r.rps / runs.standalone[i].rps)).toFixed(3)} (rounds: ${runs.platform.map((r, i) => (r.rps / runs.standalone[i].rps).toFixed(3)).join(', ')})`);
   await s.standIn.call('flush');
   const pickAction = () => actionIds[Math.floor(Math.random() * actionIds.length)];
   const fixedPlatform = await steadyRate({ rate: RATE, seconds: SECONDS, connections: CONNECTIONS, headers: shop.auth, next: pauseResumeNext(shop.svc.url, pickAction, await pausedAmong(s.db, shop.shopId, actionIds)) });
@@ -496,7 +507,7 @@ async function compareActions(s: Setup, shop: Awaited<ReturnType<typeof installP
   return {
     standalone: avg(runs.standalone, (r) => r.rps),
     platform: avg(runs.platform, (r) => r.rps),
-    ratio: Math.round((mean(runs.platform.map((r) => r.rps)) / mean(runs.standalone.map((r) => r.rps))) * 1000) / 1000,
+    ratio: Math.round(median(runs.platform.map((r, i) => r.rps / runs.standalone[i].rps)) * 1000) / 1000,
     cpu: {
       standalone: { svc: avg(runs.standalone, (r) => r.cpu.svc), postgres: avg(runs.standalone, (r) => r.cpu.postgres) },
       platform: { svc: avg(runs.platform, (r) => r.cpu.svc), standIn: avg(runs.platform, (r) => r.cpu.standIn), postgres: avg(runs.platform, (r) => r.cpu.postgres) },

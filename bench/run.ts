@@ -18,7 +18,7 @@ import { createServiceContext, systemClock, type ServiceContext } from '../src/s
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
-import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
+import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, mean, median, pauseResumeNext, pauseResumeRequests, peakRssMb, startChild, steadyRate, type SteadyRequest } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -67,7 +67,6 @@ async function run(name: string, opts: autocannon.Options): Promise<Result> {
   return res;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * A scenario against the baseline of its method: both warmed up, then ROUNDS rounds of a baseline run and a scenario
@@ -82,9 +81,8 @@ async function paired(key: string, names: [string, string], baseline: autocannon
   }
   const rounds: { base: Result; svc: Result }[] = [];
   for (let i = 0; i < ROUNDS; i++) rounds.push({ base: await run(names[0], baseline), svc: await run(names[1], scenario) });
-  const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
   const svc: Result = {
-    rps: mean(rounds.map((r) => r.svc.rps)),
+    rps: Math.round(mean(rounds.map((r) => r.svc.rps))),
     p50: median(rounds.map((r) => r.svc.p50)),
     p99: Math.max(...rounds.map((r) => r.svc.p99)),
     errors: rounds.reduce((n, r) => n + r.svc.errors, 0),
@@ -93,7 +91,7 @@ async function paired(key: string, names: [string, string], baseline: autocannon
   const ratios = rounds.map((r) => r.svc.rps / r.base.rps);
   const ratio = Math.round(median(ratios) * 1000) / 1000;
   console.log(`${''.padEnd(28)} ratio ${ratio} (rounds: ${ratios.map((x) => x.toFixed(3)).join(', ')})`);
-  return { svc, base: mean(rounds.map((r) => r.base.rps)), ratio };
+  return { svc, base: Math.round(mean(rounds.map((r) => r.base.rps))), ratio };
 }
 
 /** Latency at a steady rate (support.ts steadyRate), printed as a row. */

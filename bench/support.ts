@@ -280,3 +280,8 @@ export function batchDelta(before: BatchStats, after: BatchStats, served: number
   }
   return parts.join(', ') || 'none';
 }
+
+/** The mean of some figures. */
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** The median of some figures (the upper middle one of an even number). */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

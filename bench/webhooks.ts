@@ -24,7 +24,7 @@ import { setShopPlan } from '../src/services/shops.js';
 import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
 import { systemResolve } from '../src/webhooks/addressGuard.js';
 import type { Database } from '../src/db/client.js';
-import { benchDatabase, buildServer, cpuMs, pauseResumeRequests, startChild } from './support.js';
+import { benchDatabase, buildServer, cpuMs, mean, median, pauseResumeRequests, startChild } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 /** The actions comparison: rounds of a run without an endpoint and a run with one, after a warm-up of each. */
@@ -182,8 +182,6 @@ async function main() {
       `${withWaiting.seconds} s after the instance started → ${withWaiting.deliveriesPerSec} deliveries/s`,
   );
 
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const summary = {
     database: bench.where === 'PostgreSQL' ? 'postgres' : 'pglite',
     deliveriesPerSec,
