@@ -67,7 +67,6 @@ async function run(name: string, opts: autocannon.Options): Promise<Result> {
   return res;
 }
 
-
 /**
  * A scenario against the baseline of its method: both warmed up, then ROUNDS rounds of a baseline run and a scenario
  * run. The scenario's figures over its rounds (mean rate, median p50, worst p99, all errors), the baseline's mean

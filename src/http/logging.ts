@@ -141,7 +141,7 @@ class RequestLogger {
     return (this.made ??= this.parent.child(this.bindings, this.opts));
   }
   get level(): string {
-    return this.opts.level ?? this.parent.level;
+    return this.made ? this.made.level : (this.opts.level ?? this.parent.level);
   }
   set level(level: string) {
     this.log.level = level;
