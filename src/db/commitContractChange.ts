@@ -136,9 +136,17 @@ const LOCK = (skip: boolean) => `
 
 // A lease is taken when there is none or the last one lapsed (x.now), in one statement of its own transaction, for
 // every change that asks at once. Two asking for one contract: one gets it (an UPDATE changes a row once).
+//
+// Taking or giving back a lease commits without waiting for the WAL to reach the disk (synchronous_commit off, for
+// that transaction alone): other transactions see it at once, which is all a lease is for, and the action's latency
+// loses a disk flush. A lease lost with a crash of the database is what a lapsed lease already is: the commit that
+// follows checks the contract's version, and a platform change whose commit was lost is retried safely (the retry
+// finds the platform already there).
+const ASYNC_COMMIT = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`;
 const TAKE_LEASES = `
   UPDATE subscription_contracts c SET call_lease = x.lease, call_lease_until = x.until
     FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::uuid[], $5::timestamptz[], $6::timestamptz[]) AS x(ord, id, shop_id, lease, until, now)
+         CROSS JOIN ${ASYNC_COMMIT}
    WHERE c.id = x.id AND c.shop_id = x.shop_id AND (c.call_lease_until IS NULL OR c.call_lease_until <= x.now)
   RETURNING x.ord::int AS ord, ${CONTRACT_COLUMNS}`;
 
@@ -164,7 +172,7 @@ const leases = perDatabase(
     ),
 );
 const LEASE_HOLDER = `SELECT call_lease_until AS "until" FROM subscription_contracts WHERE id = $1 AND shop_id = $2`;
-const RELEASE = `UPDATE subscription_contracts SET call_lease = NULL, call_lease_until = NULL WHERE id = $1 AND call_lease = $2`;
+const RELEASE = `UPDATE subscription_contracts c SET call_lease = NULL, call_lease_until = NULL FROM ${ASYNC_COMMIT} WHERE c.id = $1 AND c.call_lease = $2`;
 
 /**
  * How long a lease holds a contract: longer than any change takes on the platform (its calls time out, and

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { httpFetch } from '../../src/platform/shopify/httpFetch.js';
+import { postToPlatform } from '../../src/platform/shopify/platformHttp.js';
 import { systemResolve } from '../../src/webhooks/addressGuard.js';
 import { postWebhook } from '../../src/webhooks/send.js';
 
@@ -36,9 +36,9 @@ async function whoClosesTheConnection(call: (url: string) => Promise<void>): Pro
 describe('kept-alive connections out', () => {
   it('a call to the platform: svc closes the idle connection first', async () => {
     const closer = await whoClosesTheConnection(async (url) => {
-      const res = await httpFetch(url, { method: 'POST', body: '{}' });
-      expect(res.headers.get('keep-alive')).toBe('timeout=2');
-      expect(await res.text()).toBe('ok');
+      const res = await postToPlatform(url, { headers: {}, body: '{}', timeoutMs: 5000 });
+      expect(res.headers['keep-alive']).toBe('timeout=2');
+      expect(res.body).toBe('ok');
     });
     expect(closer).toBe('svc');
   });

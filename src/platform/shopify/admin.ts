@@ -1,11 +1,10 @@
-import { createAdminApiClient, type AdminApiClient } from '@shopify/admin-api-client';
 import { eq } from 'drizzle-orm';
 import type { RunSql } from '../../db/client.js';
 import { platformInstallations, shops } from '../../db/schema.js';
 import { ServiceError } from '../../domain/errors.js';
 import type { Clock, ServiceContext } from '../../services/context.js';
 import { TokenCipher } from './tokenCipher.js';
-import { httpFetch } from './httpFetch.js';
+import { CallFailed, postToPlatform, type PlatformAnswer } from './platformHttp.js';
 
 /**
  * The platform's Admin API as svc uses it (PRODUCT §9): the shop's offline access token (token exchange, refresh
@@ -27,7 +26,8 @@ export type ShopifySettings = {
   throttleBudgetMs?: number;
   /** Refresh an access token this long before it expires (default 5 minutes). */
   refreshMarginMs?: number;
-  fetch?: typeof fetch;
+  /** How calls reach the platform (tests may put a fault between). */
+  post?: typeof postToPlatform;
 };
 
 export type ShopRef = { id: string; domain: string };
@@ -36,7 +36,8 @@ export type Cost = {
   actualQueryCost: number | null;
   throttleStatus: { maximumAvailable: number; currentlyAvailable: number; restoreRate: number };
 };
-type GraphqlAnswer<T> = { data?: T; errors?: { message?: string; networkStatusCode?: number; graphQLErrors?: { message: string; extensions?: { code?: string } }[] }; extensions?: { cost?: Cost } };
+/** A GraphQL answer as the platform sends it: `errors` beside (partial) `data`, the cost in `extensions`. */
+type GraphqlAnswer<T> = { data?: T | null; errors?: { message?: string; extensions?: { code?: string } }[]; extensions?: { cost?: Cost } };
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
@@ -100,14 +101,13 @@ class Bucket {
 
 export class ShopifyAdmin {
   readonly cipher: TokenCipher;
-  private readonly fetch: typeof fetch;
+  private readonly post: typeof postToPlatform;
   private readonly timeoutMs: number;
   private readonly budgetMs: number;
   private readonly refreshMarginMs: number;
   private readonly tokens = new Map<string, CachedToken>();
   private readonly refreshing = new Map<string, Promise<string>>();
   private readonly buckets = new Map<string, Bucket>();
-  private readonly clients = new Map<string, { token: string; client: AdminApiClient }>();
   /** Last seen requested cost per operation: what the next call of it should wait for. */
   private readonly costs = new Map<string, number>();
 
@@ -116,7 +116,7 @@ export class ShopifyAdmin {
     readonly settings: ShopifySettings,
   ) {
     this.cipher = new TokenCipher(settings.tokenKey);
-    this.fetch = settings.fetch ?? httpFetch;
+    this.post = settings.post ?? postToPlatform;
     this.timeoutMs = settings.timeoutMs ?? 10_000;
     this.budgetMs = settings.throttleBudgetMs ?? 5000;
     this.refreshMarginMs = settings.refreshMarginMs ?? 5 * 60_000;
@@ -185,27 +185,19 @@ export class ShopifyAdmin {
   }
 
   private async tokenRequest(domain: string, params: Record<string, string>): Promise<TokenAnswer> {
-    let res: Response;
-    const deadline = new Deadline(this.timeoutMs);
-    let body: (TokenAnswer & { error?: string }) | null;
+    let res: PlatformAnswer;
     try {
-      try {
-        res = await this.fetch(`${this.shopUrl(domain)}/admin/oauth/access_token`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json' },
-          body: JSON.stringify(params),
-          redirect: 'error',
-          signal: deadline.signal,
-        });
-      } catch {
-        throw platformUnavailable('token endpoint unreachable');
-      }
-      body = (await res.json().catch(() => null)) as (TokenAnswer & { error?: string }) | null;
-    } finally {
-      deadline.clear();
+      res = await this.post(`${this.shopUrl(domain)}/admin/oauth/access_token`, {
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(params),
+        timeoutMs: this.timeoutMs,
+      });
+    } catch {
+      throw platformUnavailable('token endpoint unreachable');
     }
+    const body = parseJson(res.body) as (TokenAnswer & { error?: string }) | null;
     if (res.status >= 500 || res.status === 429) throw platformUnavailable(`token endpoint answered ${res.status}`);
-    if (!res.ok || !body?.access_token) {
+    if (res.status !== 200 || !body?.access_token) {
       // invalid_subject_token, invalid_grant (a dead refresh token), invalid_client: the platform will not give
       // svc a token for this shop until the merchant opens the app again.
       const code = typeof body?.error === 'string' ? body.error.slice(0, 60) : `HTTP ${res.status}`;
@@ -284,22 +276,6 @@ export class ShopifyAdmin {
 
   // ---- GraphQL ----
 
-  /** The library's client for a shop and token (its token is fixed at creation: a new token, a new client). */
-  private client(domain: string, token: string): AdminApiClient {
-    const cached = this.clients.get(domain);
-    if (cached?.token === token) return cached.client;
-    const base = this.shopUrl(domain);
-    const client = createAdminApiClient({
-      storeDomain: domain,
-      apiVersion: this.settings.apiVersion,
-      accessToken: token,
-      // The client builds https://{shop}/admin/api/…; SHOPIFY_SHOP_URL decides where that really is.
-      customFetchApi: (url, init) => this.fetch(String(url).replace(`https://${domain}`, base), { ...init, redirect: 'error' }),
-    });
-    this.clients.set(domain, { token, client });
-    return client;
-  }
-
   private bucket(shopId: string): Bucket {
     let b = this.buckets.get(shopId);
     if (!b) this.buckets.set(shopId, (b = new Bucket(this.clock.now().getTime())));
@@ -333,6 +309,8 @@ export class ShopifyAdmin {
     } else {
       token = await this.accessToken(shop.id);
     }
+    const url = `${this.shopUrl(shop.domain)}/admin/api/${this.settings.apiVersion}/graphql.json`;
+    const body = JSON.stringify({ query: document, variables });
     let refreshed = false;
     let retriedNetwork = false;
     for (;;) {
@@ -343,27 +321,21 @@ export class ShopifyAdmin {
         await sleep(wait);
       }
       bucket.take(expected, this.clock.now().getTime());
-      let answer: GraphqlAnswer<T>;
-      const deadline = new Deadline(this.timeoutMs);
+      let res: PlatformAnswer;
       try {
-        answer = (await this.client(shop.domain, token).request(document, { variables, signal: deadline.signal } as never)) as GraphqlAnswer<T>;
-        // The client answers a fetch that failed (refused, cut, timed out) with errors and no status instead of throwing.
-        if (answer.errors && answer.errors.networkStatusCode === undefined && answer.data === undefined) throw new Error(answer.errors.message);
-      } catch {
+        res = await this.post(url, {
+          headers: { 'content-type': 'application/json', accept: 'application/json', 'x-shopify-access-token': token, 'user-agent': USER_AGENT },
+          body,
+          timeoutMs: this.timeoutMs,
+        });
+      } catch (err) {
         if (!isMutation && !retriedNetwork) {
           retriedNetwork = true;
           continue;
         }
-        throw platformUnavailable(deadline.signal.aborted ? 'no answer in time' : 'the connection failed');
-      } finally {
-        deadline.clear();
+        throw platformUnavailable(err instanceof CallFailed && err.timedOut ? 'no answer in time' : 'the connection failed');
       }
-      const cost = answer.extensions?.cost;
-      if (cost) {
-        bucket.update(cost.throttleStatus, this.clock.now().getTime());
-        this.costs.set(name, cost.requestedQueryCost);
-      }
-      const status = answer.errors?.networkStatusCode;
+      const status = res.status;
       if (status === 401 && opts.heldToken) throw new TokenNeeded(token);
       if (status === 401 && !refreshed) {
         refreshed = true;
@@ -371,20 +343,27 @@ export class ShopifyAdmin {
         continue;
       }
       if (status === 401 || status === 403 || status === 402 || status === 423) throw notInstalledOr(status);
-      if (status !== undefined && status >= 500 && !isMutation && !retriedNetwork) {
+      if (status >= 500 && !isMutation && !retriedNetwork) {
         retriedNetwork = true;
         continue;
       }
-      if (status !== undefined && status !== 200) throw platformUnavailable(`HTTP ${status}`);
-      const errors = answer.errors?.graphQLErrors ?? [];
-      if (errors.some((e) => e.extensions?.code === 'THROTTLED')) {
+      if (status !== 200) throw platformUnavailable(`HTTP ${status}`);
+      const answer = parseJson(res.body) as GraphqlAnswer<T> | null;
+      if (answer === null || typeof answer !== 'object') throw platformUnavailable('an answer that is not JSON');
+      const cost = answer.extensions?.cost;
+      if (cost) {
+        bucket.update(cost.throttleStatus, this.clock.now().getTime());
+        this.costs.set(name, cost.requestedQueryCost);
+      }
+      const errors = Array.isArray(answer.errors) ? answer.errors : [];
+      if (errors.some((e) => e?.extensions?.code === 'THROTTLED')) {
         const need = cost ? bucket.waitFor(cost.requestedQueryCost, this.clock.now().getTime()) : 1000;
         if (need > left()) throw platformUnavailable('throttled past svc’s retry budget', Math.max(1, Math.ceil(need / 1000)));
         await sleep(Math.max(need, 50));
         continue;
       }
-      if (errors.length || answer.errors || answer.data === undefined || answer.data === null) {
-        const why = errors[0]?.message ?? answer.errors?.message ?? 'no data';
+      if (errors.length || answer.errors !== undefined || answer.data === undefined || answer.data === null) {
+        const why = typeof errors[0]?.message === 'string' ? errors[0].message : 'no data';
         throw platformUnavailable(`the platform answered an error: ${why.slice(0, 200)}`);
       }
       return answer.data;
@@ -400,22 +379,12 @@ function notInstalledOr(status: number): ServiceError {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * A request's time limit, ended with the request. Not AbortSignal.timeout: its timer runs its full length whatever
- * happens, and a timeout signal that fetch listens to is held until then, with all of that request's state: at a
- * thousand calls a second and a 10 s limit, tens of megabytes kept for nothing (seen as promotion to the old heap and
- * long pauses under bench:platform).
- */
-class Deadline {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  constructor(ms: number) {
-    this.timer = setTimeout(() => this.controller.abort(new DOMException('The operation timed out.', 'TimeoutError')), ms);
-  }
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-  clear(): void {
-    clearTimeout(this.timer);
+const USER_AGENT = 'svc (subscription contracts; Admin API)';
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
