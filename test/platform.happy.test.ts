@@ -118,6 +118,11 @@ describe('actions change the platform first', () => {
     const events = await history(shop.key, id);
     expect(events.map((e) => e.type).reverse()).toEqual(['contract.paused', 'contract.resumed', 'contract.skipped', 'contract.rescheduled', 'contract.cancelled']);
     expect(events.every((e) => e.actor.type === 'api_key')).toBe(true);
+
+    // A call lease commits without waiting for the disk, for its own transaction alone: every connection of the
+    // pool (more statements at once than it has connections) still commits a change durably.
+    const settings = await Promise.all(Array.from({ length: 40 }, () => p.t.ctx.db.prepared<{ s: string }>('test_sync_commit', `SELECT current_setting('synchronous_commit') AS s, pg_sleep(0.01)`, [])));
+    expect(new Set(settings.map(([r]) => r.s))).toEqual(new Set(['on']));
   });
 });
 
