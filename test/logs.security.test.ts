@@ -91,6 +91,51 @@ describe('log scrubbing of session tokens', () => {
   });
 });
 
+describe('webhook signing secrets and a failed query\'s values stay out of the logs', () => {
+  it('scrubSecrets replaces a signing secret, and the values of a failed query but not its statement or stack frames', async () => {
+    const { scrubSecrets } = await import('../src/http/logging.js');
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    expect(scrubSecrets(`{"msg":"sent with ${secret}."}`)).toBe('{"msg":"sent with [REDACTED WEBHOOK SECRET]."}');
+    const json = JSON.stringify({ message: 'Failed query: update t set a = $1\nparams: x@example.com,"q"\n    at f (a.js:1:1)' });
+    expect(scrubSecrets(json)).toBe(JSON.stringify({ message: 'Failed query: update t set a = $1\nparams: [omitted]\n    at f (a.js:1:1)' }));
+    expect(scrubSecrets('could not start: Failed query: select $1\nparams: x@example.com')).toBe('could not start: Failed query: select $1\nparams: [omitted]');
+  });
+
+  it('a database failure while rotating a signing secret: 500 in the envelope, neither secret nor any value in a log line', async () => {
+    const { key } = await t.shopWithKey();
+    const auth = { ...bearer(key), 'content-type': 'application/json' };
+    const created = await t.inject({ method: 'POST', url: '/api/v1/webhook-endpoints', headers: auth, payload: { url: 'http://127.0.0.1:9/svc' } });
+    expect(created.statusCode).toBe(201);
+    const { secret, endpoint } = created.json() as { secret: string; endpoint: { id: string } };
+    expect(secret).toMatch(/^whsec_/);
+    // Any failure the driver reports with the statement's values (a constraint, a timeout, a serialization failure).
+    await t.database.db.withSession((run) =>
+      run(
+        `CREATE FUNCTION test_refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by a test'; END $$;
+         CREATE TRIGGER test_refuse_update BEFORE UPDATE ON webhook_endpoints FOR EACH ROW EXECUTE FUNCTION test_refuse_update();`,
+        [],
+        { multi: true },
+      ),
+    );
+    const before = t.logs.length;
+    try {
+      const res = await t.inject({ method: 'POST', url: `/api/v1/webhook-endpoints/${endpoint.id}/rotate-secret`, headers: bearer(key) });
+      expect(res.statusCode).toBe(500);
+      expect(res.json().error.code).toBe('internal_error');
+    } finally {
+      await t.database.db.withSession((run) =>
+        run('DROP TRIGGER test_refuse_update ON webhook_endpoints; DROP FUNCTION test_refuse_update();', [], { multi: true }),
+      );
+    }
+    const lines = t.logs.slice(before).join('\n');
+    expect(lines).toContain('refused by a test'); // the failure itself is logged
+    expect(lines).toContain('Failed query'); // with its statement
+    expect(lines).not.toContain(secret.slice(6));
+    expect(lines).not.toMatch(/whsec_[0-9A-Za-z+/]{8}/);
+    expect(lines).not.toContain('"params"'); // the values as the query builder's error carries them
+  });
+});
+
 describe('an authorization value is censored wherever a log call puts it', () => {
   it('top level, one level down, and in headers one level down; the rest untouched', async () => {
     const { createLogger } = await import('../src/http/logging.js');

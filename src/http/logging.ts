@@ -6,10 +6,36 @@ export { scrubKeys };
 // A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
 const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;
 
-/** scrubKeys, plus session tokens: what every log line goes through. */
+// A webhook signing secret: `whsec_` + base64 of 32 bytes (PRODUCT §10).
+const WEBHOOK_SECRET_ANYWHERE = /whsec_[0-9A-Za-z+/]{16,}={0,2}/g;
+// A failed query's parameters as the query builder writes them into its error's message and stack ("Failed query: …
+// \nparams: …"): the values a statement was given, which may be a webhook secret, an email, a customer's data. The
+// statement's text stays, and so do a stack's frames: the values end where the frames begin (`\n    at `), or at the end
+// of the text (in a JSON line: of the string, where the newline is written `\n`).
+const QUERY_PARAMS_IN_JSON = /(\\nparams: )(?:(?!\\n {4}at )(?:[^"\\]|\\.))*/g;
+const QUERY_PARAMS_IN_TEXT = /(\nparams: )[\s\S]*?(?=\n {4}at |$)/g;
+
+/**
+ * scrubKeys, plus session tokens, webhook signing secrets and a failed query's parameters: what every log line goes
+ * through.
+ */
 export function scrubSecrets(text: string): string {
-  const noKeys = scrubKeys(text);
-  return noKeys.includes('eyJ') ? noKeys.replace(JWT_ANYWHERE, '[REDACTED JWT]') : noKeys;
+  let out = scrubKeys(text);
+  if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
+  if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET_ANYWHERE, '[REDACTED WEBHOOK SECRET]');
+  if (out.includes('params: ')) out = out.replace(QUERY_PARAMS_IN_JSON, '$1[omitted]').replace(QUERY_PARAMS_IN_TEXT, '$1[omitted]');
+  return out;
+}
+
+/**
+ * An error as pino writes it, without the parameters of a failed query: the query builder's error carries them as a
+ * property (`params`) besides its message (which scrubSecrets cleans).
+ */
+function loggableError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown;
+  if (!out || typeof out !== 'object' || !('params' in out)) return out;
+  const { params: _params, ...rest } = out as Record<string, unknown>;
+  return rest;
 }
 
 export type LineSink = { write(line: string): unknown };
@@ -77,6 +103,7 @@ export function createLogger(opts: { level: string; sink?: LineSink }): Logger {
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: ['authorization', '*.authorization', 'headers.authorization', '*.headers.authorization'], censor: '[REDACTED]' },
+      serializers: { err: loggableError },
     },
     {
       write: (line: string) => {
