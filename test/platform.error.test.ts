@@ -286,8 +286,10 @@ describe('plan, uninstall and privacy', () => {
     expect(bad.json().error.code).toBe('invalid_request');
   });
 
-  it('app/uninstalled: keys answer 403 app_not_installed; reinstalling restores them', async () => {
+  it('app/uninstalled: keys answer 403 app_not_installed; reinstalling subscribes to webhooks again, reads the plan again, and restores the keys', async () => {
     const s = await p.install({ contracts: 1 });
+    const subscribed = p.standIn.shop(s.domain).webhookSubscriptions.map((w) => w.topic).sort();
+    expect(subscribed.length).toBeGreaterThan(0);
     p.standIn.uninstall(s.domain);
     await p.settle();
     const res = await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`);
@@ -297,11 +299,22 @@ describe('plan, uninstall and privacy', () => {
     expect(row?.accessToken).toBeNull();
     p.standIn.install(s.domain);
     await p.openAdmin(s.domain);
-    // Reinstalling brings the keys back; the plan follows the app subscriptions again (the operator's override here).
-    await p.t.inject({ method: 'GET', url: '/admin/api/shop', headers: { authorization: `Bearer ${p.standIn.sessionToken(s.domain)}` } });
+    // The platform removed the app's webhook subscriptions with the uninstall: the reinstall makes them again...
+    expect(p.standIn.shop(s.domain).webhookSubscriptions.map((w) => w.topic).sort()).toEqual(subscribed);
+    // ...so a change made on the platform reaches svc again.
+    p.standIn.platform.pause(s.domain, s.contractIds[0]);
+    await p.settle();
+    expect((await p.t.shopify!.installer.installation(s.shopId))?.webhooksRegisteredAt).not.toBeNull();
+    // The plan follows the app subscriptions again: the uninstall cancelled the Enterprise one.
+    const forbidden = await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`);
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().error.code).toBe('plan_required');
+    // Reinstalling brings the keys back (with the Enterprise plan: the operator's override here).
     const { setShopPlan } = await import('../src/services/shops.js');
     await setShopPlan({ ctx: p.t.ctx, input: { domain: s.domain, plan: 'enterprise' } });
-    expect((await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`)).statusCode).toBe(200);
+    const res2 = await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`);
+    expect(res2.statusCode).toBe(200);
+    expect(res2.json().contract.status).toBe('PAUSED'); // the platform's pause, received by webhook
   });
 
   it('customers/redact erases the customer’s email from the mirror, stored deliveries and recorded results', async () => {

@@ -164,11 +164,14 @@ export class ShopifyAdmin {
     this.tokens.delete(shopId);
   }
 
-  /** Forgets the shop's tokens (app/uninstalled). */
+  /**
+   * Forgets the shop's tokens (app/uninstalled), and that its webhooks are registered: the platform deletes an app's
+   * webhook subscriptions when it is uninstalled, so a reinstall subscribes again.
+   */
   async forgetTokens(shopId: string, run?: RunSql): Promise<void> {
     this.tokens.delete(shopId);
     const sql = `UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, access_token_expires_at = NULL,
-                 refresh_token_expires_at = NULL, updated_at = $2 WHERE shop_id = $1`;
+                 refresh_token_expires_at = NULL, webhooks_registered_at = NULL, updated_at = $2 WHERE shop_id = $1`;
     if (run) await run(sql, [shopId, this.clock.now()]);
     else await this.ctx.db.withSession((r) => r(sql, [shopId, this.clock.now()]));
   }

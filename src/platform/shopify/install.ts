@@ -101,6 +101,12 @@ export class ShopifyInstaller {
     const expiring = !!row?.accessTokenExpiresAt && row.accessTokenExpiresAt.getTime() - TOKEN_RENEW_MS <= this.ctx.clock.now().getTime();
     if (!row?.accessToken || state?.uninstalled || expiring) {
       await this.admin.exchangeSessionToken(shop, sessionToken);
+      // Back after an uninstall (or after losing its tokens, which an uninstall whose webhook never came looks like):
+      // the platform deleted the app's webhook subscriptions with the uninstall, so subscribe again, and read the
+      // plan again, in the steps that follow.
+      if (row && (!row.accessToken || state?.uninstalled)) {
+        await this.ctx.db.orm.update(platformInstallations).set({ webhooksRegisteredAt: null }).where(eq(platformInstallations.shopId, shop.id));
+      }
       this.opts.log?.info({ shop: shop.domain }, 'platform: shop installed (token exchanged)');
       this.continueInBackground(shop);
       return;
