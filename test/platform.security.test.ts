@@ -96,6 +96,47 @@ describe('tokens', () => {
     expect((await pause()).statusCode).toBe(200);
   });
 
+  it('a refresh whose commit fails keeps the rotated tokens: every instance goes on with them, the shop stays connected', async () => {
+    const s = await p.install({ contracts: 1 });
+    const refreshes = () => p.standIn.requests.filter((r) => r.shop === s.domain && r.grantType === 'refresh_token').length;
+    const before = refreshes();
+    p.clock.advance(56 * 60_000);
+    // The first commit of a change to the installation fails (a deferred check; a lost connection would do the same).
+    await p.t.ctx.db.withSession((run) =>
+      run(
+        `CREATE SEQUENCE test_commit_failures;
+         CREATE FUNCTION test_fail_first_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN IF nextval('test_commit_failures') = 1 THEN RAISE EXCEPTION 'commit refused by a test'; END IF; RETURN NULL; END $$;
+         CREATE CONSTRAINT TRIGGER test_fail_first_commit AFTER UPDATE ON platform_installations DEFERRABLE INITIALLY DEFERRED
+           FOR EACH ROW EXECUTE FUNCTION test_fail_first_commit();`,
+        [],
+        { multi: true },
+      ),
+    );
+    const pause = () =>
+      p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${s.contractIds[0]}/actions`, headers: { ...bearer(s.key), 'content-type': 'application/json' }, payload: { action: 'pause' } });
+    try {
+      expect((await pause()).statusCode).toBe(200);
+    } finally {
+      await p.t.ctx.db.withSession((run) =>
+        run('DROP TRIGGER test_fail_first_commit ON platform_installations; DROP FUNCTION test_fail_first_commit(); DROP SEQUENCE test_commit_failures;', [], { multi: true }),
+      );
+    }
+    expect(refreshes() - before).toBe(1);
+    // Another instance (its own memory, the same database) finds the rotated tokens stored, and uses them.
+    const settings = (p.t.shopify!.admin as unknown as { settings: ConstructorParameters<typeof ShopifyAdmin>[1] }).settings;
+    const other = new ShopifyAdmin(p.t.ctx, settings);
+    const shop = { id: s.shopId, domain: s.domain };
+    expect((await other.graphql<{ shop: { name: string } }>(shop, 'query SvcShopName { shop { name } }')).shop.name).toBeTruthy();
+    expect(refreshes() - before).toBe(1);
+    // And when it is that instance's turn to refresh, the stored refresh token is the live one.
+    p.clock.advance(56 * 60_000);
+    expect((await other.graphql<{ shop: { name: string } }>(shop, 'query SvcShopName { shop { name } }')).shop.name).toBeTruthy();
+    expect(refreshes() - before).toBe(2);
+    const row = await p.t.shopify!.installer.installation(s.shopId);
+    expect(row?.accessToken).not.toBeNull();
+  });
+
   it('a token the platform refuses (401) is refreshed and the change made, once', async () => {
     const s = await p.install({ contracts: 1 });
     p.standIn.faults.add({ kind: 'error', status: 401, body: { errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' } } as never, { shop: s.domain, endpoint: 'graphql', count: 1 });

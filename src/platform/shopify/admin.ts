@@ -63,6 +63,15 @@ type TokenAnswer = { access_token: string; scope?: string; expires_in?: number; 
 
 type CachedToken = { token: string; expiresAt: number | null };
 
+/** A refresh's tokens stored: a new access token always, a new refresh token when the platform rotated it. */
+const STORE_REFRESHED = `UPDATE platform_installations SET access_token = $2, access_token_expires_at = $3, refresh_token = COALESCE($4, refresh_token),
+        refresh_token_expires_at = COALESCE($5, refresh_token_expires_at), updated_at = $6 WHERE shop_id = $1`;
+const storeRefreshedParams = (
+  shopId: string,
+  v: { accessToken: string; accessTokenExpiresAt: Date | null; refreshToken: string | null; refreshTokenExpiresAt: Date | null },
+  at: Date,
+) => [shopId, v.accessToken, v.accessTokenExpiresAt, v.refreshToken, v.refreshTokenExpiresAt, at];
+
 /**
  * A shop's cost bucket as svc last saw it (the platform reports it on every answer): calls wait for capacity rather
  * than being throttled, and a throttled call waits for the restore rate.
@@ -230,50 +239,63 @@ export class ShopifyAdmin {
    * (the platform kills a refresh token when it is used), the second finds the first's new token.
    */
   private async loadOrRefresh(shopId: string, stale?: string): Promise<string> {
-    const outcome = await this.ctx.db.transaction(async (run): Promise<string | { refused: ServiceError }> => {
-      const [row] = await run<{ domain: string; access_token: string | null; access_token_expires_at: Date | null; refresh_token: string | null }>(
-        `SELECT s.domain, i.access_token, i.access_token_expires_at, i.refresh_token
-           FROM platform_installations i JOIN shops s ON s.id = i.shop_id
-          WHERE i.shop_id = $1 AND s.uninstalled_at IS NULL FOR UPDATE OF i`,
-        [shopId],
-      );
-      if (!row?.access_token) throw notInstalled();
-      const token = this.cipher.open(row.access_token, shopId);
-      if (token === null) throw platformUnavailable('the stored access token does not decrypt under TOKEN_ENCRYPTION_KEY');
-      const expiresAt = row.access_token_expires_at ? new Date(row.access_token_expires_at).getTime() : null;
-      if (token !== stale && !this.expiring(expiresAt)) {
-        this.tokens.set(shopId, { token, expiresAt });
-        return token;
-      }
-      const refresh = row.refresh_token ? this.cipher.open(row.refresh_token, shopId) : null;
-      if (!refresh) throw notInstalled();
-      let answer: TokenAnswer;
-      try {
-        answer = await this.tokenRequest(row.domain, {
-          client_id: this.settings.apiKey,
-          client_secret: this.settings.apiSecret,
-          grant_type: 'refresh_token',
-          refresh_token: refresh,
-        });
-      } catch (err) {
-        if (!(err instanceof ServiceError && err.code === 'app_not_installed')) throw err;
-        // The platform will not refresh this token again (its answer to an earlier refresh was lost, say, which
-        // spent the refresh token): forget both, so the merchant's next visit to the app exchanges a new one.
-        await run(`UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]);
-        this.tokens.delete(shopId);
-        return { refused: err };
-      }
-      const now = this.clock.now();
-      const v = this.tokenColumns(shopId, answer, now);
-      await run(
-        `UPDATE platform_installations SET access_token = $2, access_token_expires_at = $3, refresh_token = COALESCE($4, refresh_token),
-                refresh_token_expires_at = COALESCE($5, refresh_token_expires_at), updated_at = $6 WHERE shop_id = $1`,
-        [shopId, v.accessToken, v.accessTokenExpiresAt, v.refreshToken, v.refreshTokenExpiresAt, now],
-      );
-      this.tokens.set(shopId, { token: answer.access_token, expiresAt: v.accessTokenExpiresAt?.getTime() ?? null });
-      return answer.access_token;
-    });
+    // Set once the platform has answered a refresh: from then on its old refresh token is spent, and these are the
+    // shop's only working tokens.
+    let refreshed: { token: string; columns: ReturnType<ShopifyAdmin['tokenColumns']>; at: Date } | undefined;
+    let outcome: string | { refused: ServiceError };
+    try {
+      outcome = await this.ctx.db.transaction(async (run): Promise<string | { refused: ServiceError }> => {
+        const [row] = await run<{ domain: string; access_token: string | null; access_token_expires_at: Date | null; refresh_token: string | null }>(
+          `SELECT s.domain, i.access_token, i.access_token_expires_at, i.refresh_token
+             FROM platform_installations i JOIN shops s ON s.id = i.shop_id
+            WHERE i.shop_id = $1 AND s.uninstalled_at IS NULL FOR UPDATE OF i`,
+          [shopId],
+        );
+        if (!row?.access_token) throw notInstalled();
+        const token = this.cipher.open(row.access_token, shopId);
+        if (token === null) throw platformUnavailable('the stored access token does not decrypt under TOKEN_ENCRYPTION_KEY');
+        const expiresAt = row.access_token_expires_at ? new Date(row.access_token_expires_at).getTime() : null;
+        if (token !== stale && !this.expiring(expiresAt)) {
+          this.tokens.set(shopId, { token, expiresAt });
+          return token;
+        }
+        const refresh = row.refresh_token ? this.cipher.open(row.refresh_token, shopId) : null;
+        if (!refresh) throw notInstalled();
+        let answer: TokenAnswer;
+        try {
+          answer = await this.tokenRequest(row.domain, {
+            client_id: this.settings.apiKey,
+            client_secret: this.settings.apiSecret,
+            grant_type: 'refresh_token',
+            refresh_token: refresh,
+          });
+        } catch (err) {
+          if (!(err instanceof ServiceError && err.code === 'app_not_installed')) throw err;
+          // The platform will not refresh this token again (its answer to an earlier refresh was lost, say, which
+          // spent the refresh token): forget both, so the merchant's next visit to the app exchanges a new one.
+          await run(`UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]);
+          this.tokens.delete(shopId);
+          return { refused: err };
+        }
+        const at = this.clock.now();
+        refreshed = { token: answer.access_token, columns: this.tokenColumns(shopId, answer, at), at };
+        await run(STORE_REFRESHED, storeRefreshedParams(shopId, refreshed.columns, at));
+        return answer.access_token;
+      });
+    } catch (err) {
+      // The platform rotated the tokens, but the transaction that kept them failed (its UPDATE or its COMMIT): keep
+      // them in a statement of their own. Lost, they would leave the database with a spent refresh token, and the
+      // shop disconnected at the next refresh on any instance.
+      if (!refreshed) throw err;
+      const { columns, at } = refreshed;
+      await this.ctx.db.withSession((run) => run(STORE_REFRESHED, storeRefreshedParams(shopId, columns, at))).catch(() => {
+        throw err;
+      });
+      outcome = refreshed.token;
+    }
     if (typeof outcome !== 'string') throw outcome.refused;
+    // The new token is used here only once it is stored (committed): never a token the other instances cannot see.
+    if (refreshed) this.tokens.set(shopId, { token: refreshed.token, expiresAt: refreshed.columns.accessTokenExpiresAt?.getTime() ?? null });
     return outcome;
   }
 

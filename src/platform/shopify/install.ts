@@ -101,10 +101,10 @@ export class ShopifyInstaller {
     const expiring = !!row?.accessTokenExpiresAt && row.accessTokenExpiresAt.getTime() - TOKEN_RENEW_MS <= this.ctx.clock.now().getTime();
     if (!row?.accessToken || state?.uninstalled || expiring) {
       await this.admin.exchangeSessionToken(shop, sessionToken);
-      // Back after an uninstall (or after losing its tokens, which an uninstall whose webhook never came looks like):
-      // the platform deleted the app's webhook subscriptions with the uninstall, so subscribe again, and read the
-      // plan again, in the steps that follow.
-      if (row && (!row.accessToken || state?.uninstalled)) {
+      // Back after an uninstall: the platform deleted the app's webhook subscriptions with it, so subscribe again,
+      // and read the plan again, in the steps that follow. (Forgetting the tokens at the uninstall forgets that the
+      // webhooks were registered too; this also covers a shop uninstalled before it did.)
+      if (row && state?.uninstalled) {
         await this.ctx.db.orm.update(platformInstallations).set({ webhooksRegisteredAt: null }).where(eq(platformInstallations.shopId, shop.id));
       }
       this.opts.log?.info({ shop: shop.domain }, 'platform: shop installed (token exchanged)');
