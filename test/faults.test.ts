@@ -78,6 +78,19 @@ describe.skipIf(needsPostgres('test/faults.test.ts'))('faults', { timeout: 60_00
     expectUnavailable(await call(server.url, `${contractPath}/actions`, { auth: key, body: { action: 'skip' } }));
     expectUnavailable(await call(server.url, '/admin/api/keys', { auth: token }));
     expectUnavailable(await call(server.url, '/readyz'));
+    // A request the key's check would refuse anyway, or one with a client error, from a key this process knows: the
+    // key cannot be checked, so 503 in the envelope (nothing of the database's address), not the client's 4xx.
+    for (const [path, body] of [
+      [`${contractPath}/actions`, { action: 'bogus' }],
+      [`${contractPath}/actions`, '{'],
+      ['/api/v1/subscription-contracts/abc', undefined],
+      ['/api/v1/subscription-contracts/99999999999999999999', undefined],
+      ['/mcp', '{'],
+    ] as const) {
+      const res = await call(server.url, path, { auth: key, body, raw: typeof body === 'string' });
+      expectUnavailable(res);
+      expect(JSON.stringify(res.body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|statusCode/);
+    }
     expect(await call(server.url, '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } });
     // Several failed sweeps later the process is still up and still answering.
     await server.waitForLog((l) => l.msg === 'resume sweep failed; retrying next tick');

@@ -4,7 +4,7 @@ import { ServiceError } from '../domain/errors.js';
 import { AuthError, KeyCache, assertKeyUsable, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
 import { assertMayChange, callerPendingConfirmation, confirmPending, type Caller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
-import { sendError } from './errors.js';
+import { sendError, toServiceError } from './errors.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
@@ -214,8 +214,9 @@ export function installApiKeyGate(
         try {
           await confirmPending(ctx, req.caller);
         } catch (refusal) {
-          if (!(refusal instanceof ServiceError)) throw refusal;
-          final = refusal;
+          // The key's check failed to run (the database is unreachable, say): that, not the client's error, is the
+          // answer (503), as it would have been had the check come first.
+          final = refusal instanceof ServiceError ? refusal : toServiceError(refusal, req);
         }
       }
       if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);

@@ -96,7 +96,10 @@ export function registerErrorHandling(
 
   app.setErrorHandler(async (err, req, reply) => {
     const mapped = toServiceError(err, req);
-    return sendError(reply, beforeErrorResponse ? await beforeErrorResponse(req, reply, mapped) : mapped);
+    let final = mapped;
+    // A last step that fails itself still leaves as the envelope (never Fastify's own answer to a failing handler).
+    if (beforeErrorResponse) final = await beforeErrorResponse(req, reply, mapped).catch((e: unknown) => toServiceError(e, req));
+    return sendError(reply, final);
   });
 
   const notFound: NotFoundHandler = (req, reply) => {

@@ -197,7 +197,8 @@ export type HttpResult = { status: number; body: any; headers: Headers };
 export async function call(
   baseUrl: string,
   pathname: string,
-  opts: { method?: string; auth?: string; body?: unknown } = {},
+  /** raw: the body is sent as it is (a string), not as its JSON. */
+  opts: { method?: string; auth?: string; body?: unknown; raw?: boolean } = {},
 ): Promise<HttpResult> {
   const res = await fetch(baseUrl + pathname, {
     method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
@@ -205,7 +206,7 @@ export async function call(
       ...(opts.auth ? { authorization: `Bearer ${opts.auth}` } : {}),
       ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
     },
-    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    body: opts.body === undefined ? undefined : opts.raw ? String(opts.body) : JSON.stringify(opts.body),
   });
   const text = await res.text();
   let body: unknown = text;
