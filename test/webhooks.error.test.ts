@@ -69,6 +69,9 @@ describe('refused input', () => {
     [{ url: 'https://127.0.0.1/', events: [] }, 'events', /.+/],
     [{ url: 'https://127.0.0.1/', colour: 'red' }, 'colour', /unknown field/],
     [{}, 'url', /.+/],
+    // Text the database cannot store: refused, not a 500.
+    [{ url: 'https://127.0.0.1/\u0000' }, 'url', /NUL/],
+    [{ url: 'https://127.0.0.1/\ud800' }, 'url', /Unicode/],
   ])('%j → 400 invalid_request naming %s', async (payload, path, message) => {
     const s = await t.shopWithKey();
     const res = await t.inject({ method: 'POST', url: WEBHOOKS, headers: { ...json, ...bearer(s.key) }, payload });
@@ -89,6 +92,24 @@ describe('refused input', () => {
     expectError(await t.inject({ url: `${WEBHOOKS}/${id}`, headers: bearer(other.key) }), 404, 'not_found');
     expectError(await t.inject({ method: 'DELETE', url: `${WEBHOOKS}/${id}`, headers: bearer(other.key) }), 404, 'not_found');
     expectError(await t.inject({ url: `${WEBHOOKS}/not-an-id`, headers: bearer(s.key) }), 404, 'not_found');
+  });
+
+  it('a URL the database cannot store is refused on an edit too; a delivery id past int8 is 404; a time in year 0, or not in UTC, is 400', async () => {
+    const s = await t.shopWithKey();
+    const made = await t.inject({ method: 'POST', url: WEBHOOKS, headers: { ...json, ...bearer(s.key) }, payload: { url: `${receiver.url}/storable` } });
+    const id = made.json().endpoint.id;
+    const patch = await t.inject({ method: 'PATCH', url: `${WEBHOOKS}/${id}`, headers: { ...json, ...bearer(s.key) }, payload: { url: 'https://127.0.0.1/\u0000' } });
+    expect(expectError(patch, 400, 'invalid_request').details?.[0]).toMatchObject({ path: 'url' });
+    for (const deliveryId of ['9223372036854775808', '9999999999999999999']) {
+      expectError(await t.inject({ method: 'POST', url: `${WEBHOOKS}/${id}/deliveries/${deliveryId}/resend`, headers: bearer(s.key) }), 404, 'not_found');
+    }
+    for (const since of ['0000-01-01T00:00:00Z', '0000-01-01T00:00:00.000Z', '2026-11-24T00:00:00+01:00', 'yesterday']) {
+      const res = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${id}/resend-failed`, headers: { ...json, ...bearer(s.key) }, payload: { since } });
+      expect(expectError(res, 400, 'invalid_request').details?.[0]).toMatchObject({ path: 'since' });
+    }
+    const ok = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${id}/resend-failed`, headers: { ...json, ...bearer(s.key) }, payload: { since: '2026-01-01T00:00:00Z' } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toEqual({ resent: 0 });
   });
 });
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { StoredText } from './text.js';
+import { isStorableText, StoredText } from './text.js';
 
 /** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
 
@@ -33,6 +33,7 @@ export const WebhookUrl = z
   .string()
   .max(2048)
   .refine((u) => URL.canParse(u), { message: 'must be an absolute URL' })
+  .refine(isStorableText, { message: 'must be valid Unicode text without NUL characters' })
   .describe('Where svc POSTs events: https (http only for a loopback address while WEBHOOKS_ALLOW_PRIVATE=true).');
 
 export const WebhookEndpointInput = z.strictObject({

@@ -2,7 +2,8 @@ import { and, asc, desc, eq, gt, gte, inArray, lt, ne, or, sql } from 'drizzle-o
 import { webhookAttempts, webhookDeliveries, type WebhookAttemptRow, type WebhookDeliveryRow } from '../db/schema.js';
 import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
-import { iso } from '../domain/time.js';
+import { fitsInt8 } from '../domain/contractId.js';
+import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
 import { messageId, WEBHOOK_EVENT_TYPES, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';
 import { assertMayChange, type Caller } from './caller.js';
@@ -31,8 +32,6 @@ function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[], idle
     attemptLog: attempts.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, durationMs: a.durationMs, error: a.error, responseBody: a.responseBody })),
   };
 }
-
-const ID = /^\d{1,19}$/;
 
 /** An endpoint's deliveries, newest first, each with its attempts (oldest first). */
 export async function listWebhookDeliveries({
@@ -64,7 +63,8 @@ export async function listWebhookDeliveries({
 export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; deliveryId: string }>): Promise<WebhookDelivery> {
   assertMayChange(input.caller);
   const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
-  if (!ID.test(input.deliveryId)) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
+  // Ids are int8: one past it (or not digits at all) names no delivery.
+  if (!fitsInt8(input.deliveryId)) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
   const mine = and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id));
   // Sent again now, whatever its state, except while a send of it is in flight: that one keeps its lease (clearing
   // it would let another instance send it a second time meanwhile) and the request changes nothing.
@@ -100,12 +100,12 @@ export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller
 /** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */
 export async function resendFailedDeliveries({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<{ resent: number }> {
   assertMayChange(input.caller);
-  const { since } = parseInput(z.strictObject({ since: z.iso.datetime().describe('Resend the deliveries that failed from this moment on.') }), input.body ?? {});
+  const { since } = parseInput(z.strictObject({ since: UtcTimestamp.describe('Resend the deliveries that failed from this moment on.') }), input.body ?? {});
   const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
   const resent = await ctx.db.orm
     .update(webhookDeliveries)
     .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null })
-    .where(and(eq(webhookDeliveries.endpointId, endpoint.id), eq(webhookDeliveries.status, 'failed'), gte(webhookDeliveries.finishedAt, new Date(since))))
+    .where(and(eq(webhookDeliveries.endpointId, endpoint.id), eq(webhookDeliveries.status, 'failed'), gte(webhookDeliveries.finishedAt, parseUtcTimestamp(since)!)))
     .returning({ id: webhookDeliveries.id });
   return { resent: resent.length };
 }
