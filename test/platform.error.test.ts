@@ -210,6 +210,32 @@ describe('webhooks in', () => {
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'together-3' AND payload->>'note' = 'a' || chr(65533) || 'b'`, [])).toBe(1);
   });
 
+  it('a signed webhook with a lone surrogate escaped in its JSON, or a Triggered-At no database stores, is stored, not a 500', async () => {
+    const headers = (id: string) => ({ 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': id });
+    const lone = '{"id":1,"note":"a\\ud800b","\\udc00key":"\\ud83d\\ude00"}';
+    const res = await post(lone, { ...headers('lone-surrogate'), 'x-shopify-hmac-sha256': sign(lone) });
+    expect(res.status).toBe(200);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'lone-surrogate' AND payload->>'note' = 'a' || chr(65533) || 'b'`, [])).toBe(1);
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'lone-surrogate' AND payload->>(chr(65533) || 'key') = chr(128512)`, [])).toBe(1);
+    for (const [i, at] of ['0000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '+275760-09-13T00:00:00Z', 'soon'].entries()) {
+      const body = `{"id":${i}}`;
+      const r = await post(body, { ...headers(`odd-time-${i}`), 'x-shopify-triggered-at': at, 'x-shopify-hmac-sha256': sign(body) });
+      expect(r.status, at).toBe(200);
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id LIKE 'odd-time-%' AND triggered_at IS NULL`, [])).toBe(4);
+  });
+
+  it('a contract signal whose id is past bigint is stored and ignored; the shop\'s other signals are processed', async () => {
+    const s = await p.install({ contracts: 1 });
+    const body = JSON.stringify({ admin_graphql_api_id: 'gid://shopify/SubscriptionContract/9999999999999999999', id: 9999999999999999999 });
+    const r = await post(body, { 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': s.domain, 'x-shopify-webhook-id': `past-bigint-${s.domain}`, 'x-shopify-hmac-sha256': sign(body) });
+    expect(r.status).toBe(200);
+    p.standIn.platform.pause(s.domain, s.contractIds[0]);
+    await p.settle();
+    expect((await contract(s)).status).toBe('PAUSED');
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1 AND processed_at IS NULL`, [s.domain])).toBe(0);
+  });
+
   it('out of order and late deliveries end with the mirror at the platform’s latest state', async () => {
     const s = await p.install({ contracts: 1 });
     const id = s.contractIds[0];

@@ -6,6 +6,7 @@ import { ContractBusy } from '../../db/commitContractChange.js';
 import { isDatabaseUnavailable, type Database } from '../../db/client.js';
 import { shops } from '../../db/schema.js';
 import { ServiceError } from '../../domain/errors.js';
+import { fitsInt8 } from '../../domain/contractId.js';
 import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
 import { contractGid, contractIdOf, isNewerRevision, mirrorFields, type PlatformContract } from './contracts.js';
@@ -50,25 +51,44 @@ export async function receivePlatformWebhook(ctx: ServiceContext, secret: string
     throw new ServiceError('invalid_request', 'A webhook needs X-Shopify-Topic, X-Shopify-Shop-Domain and X-Shopify-Webhook-Id.');
   }
   let payload: unknown;
+  const raw = w.rawBody.toString('utf8');
   try {
-    payload = JSON.parse(w.rawBody.toString('utf8'));
+    payload = JSON.parse(raw);
   } catch {
     throw new ServiceError('invalid_request', 'The webhook body is not JSON.');
   }
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new ServiceError('invalid_request', 'The webhook body is not a JSON object.');
+  // jsonb cannot hold U+0000 or an unpaired surrogate (JSON allows both, as \u escapes: UTF-8 itself cannot carry a
+  // lone surrogate): they are stored as U+FFFD, the payload being a signal and not a record.
+  if (SURROGATE_ESCAPE.test(raw)) payload = wellFormed(payload);
   const triggered = header(w.headers, 'x-shopify-triggered-at');
-  const triggeredAt = triggered && !Number.isNaN(Date.parse(triggered)) ? new Date(triggered) : null;
-  // jsonb cannot hold U+0000 (JSON allows it): it is stored as U+FFFD, the payload being a signal and not a record.
+  const triggeredAt = triggered ? storableTime(triggered) : null;
   const text = JSON.stringify(payload).replaceAll('\\u0000', '\\ufffd');
   const signal = { topic, payload: payload as Record<string, unknown> };
   const contract = contractOf(signal);
   const revision = revisionOf(signal);
-  const receipt: Receipt = { id, shop, topic, payload: text, receivedAt: ctx.clock.now(), triggeredAt, contract, revision: contract && fitsBigint(contract) ? revision : null };
+  const receipt: Receipt = { id, shop, topic, payload: text, receivedAt: ctx.clock.now(), triggeredAt, contract, revision: contract ? revision : null };
   return receipts(ctx.db).load(receipt);
 }
 
-/** A contract id PostgreSQL's bigint holds (a payload's id can be any 19 digits). */
-const fitsBigint = (id: string) => BigInt(id) <= 9223372036854775807n;
+// A \u escape of a surrogate (possibly an escaped backslash before it: then the slower path below finds nothing).
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** The value with every unpaired surrogate of its strings (keys included) replaced by U+FFFD. */
+function wellFormed(v: unknown): unknown {
+  if (typeof v === 'string') return v.replace(LONE_SURROGATE, '\ufffd');
+  if (Array.isArray(v)) return v.map(wellFormed);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [wellFormed(k) as string, wellFormed(x)]));
+  return v;
+}
+
+/** X-Shopify-Triggered-At as a time PostgreSQL stores (years 1 to 9999), or null: it only orders late signals. */
+function storableTime(value: string): Date | null {
+  const at = new Date(value);
+  const year = at.getUTCFullYear();
+  return Number.isNaN(at.getTime()) || year < 1 || year > 9999 ? null : at;
+}
 
 type Receipt = {
   id: string;
@@ -157,9 +177,12 @@ type Signal = Pick<Stored, 'topic' | 'payload'>;
 /** The contract a signal is about, or null for any other topic. */
 function contractOf(w: Signal): string | null {
   const p = w.payload;
-  if (w.topic.startsWith('subscription_contracts/')) return contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
-  if (w.topic.startsWith('subscription_billing_cycles/')) return idOf(p.subscription_contract_id);
-  return null;
+  let id: string | null = null;
+  if (w.topic.startsWith('subscription_contracts/')) id = contractIdOf(String(p.admin_graphql_api_id ?? '')) ?? idOf(p.id);
+  else if (w.topic.startsWith('subscription_billing_cycles/')) id = idOf(p.subscription_contract_id);
+  // Past bigint an id names no contract svc can hold: the signal is stored and ignored, rather than failing the
+  // round of its shop's other signals.
+  return id !== null && fitsInt8(id) ? id : null;
 }
 
 /** The contract revision a subscription_contracts/* payload was sent for (a billing cycle's payload has none). */
