@@ -11,7 +11,7 @@ import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } 
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
-import { frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { accessLogWriter, requestLoggerFactory, scrubKeys } from './http/logging.js';
@@ -61,6 +61,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     frameworkErrors,
+    clientErrorHandler,
     // Fastify also takes a hop count, which its types omit.
     trustProxy: (deps.trustProxy ?? false) as boolean | string[],
   });

@@ -256,3 +256,28 @@ describe('while shutting down', () => {
     expect(body).toEqual({ error: { code: 'unavailable', message: expect.stringContaining('shutting down'), requestId } });
   });
 });
+
+describe('a request that is not HTTP Node can read', () => {
+  it.each([
+    ['garbage for a request line', 'NOT HTTP AT ALL\r\n\r\n', 400],
+    ['a control character in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n', 400],
+    ['Content-Length beside Transfer-Encoding', 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['a broken chunk', 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400],
+    ['headers over the limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+  ])('%s: %s in the envelope, with X-Request-Id, and the connection closed', async (_name, raw, status) => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' }).catch(() => {}); // once for the file; already listening after
+    const { port } = t.app.server.address() as import('node:net').AddressInfo;
+    const socket = (await import('node:net')).connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString()));
+    socket.on('error', () => {});
+    const closed = new Promise<void>((r) => socket.on('close', () => r()));
+    socket.write(raw);
+    await closed;
+    expect(received).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(received.toLowerCase()).toContain('connection: close');
+    const requestId = /x-request-id: (\S+)/i.exec(received)![1];
+    const body = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ error: { code: 'invalid_request', message: expect.any(String), requestId } });
+  });
+});

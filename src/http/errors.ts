@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
@@ -114,6 +116,31 @@ export function registerErrorHandling(
     return sendError(reply, new ServiceError('not_found', `No route ${req.method} ${mentionsKey(path) ? '[redacted]' : path.slice(0, 200)}.`));
   };
   return notFound;
+}
+
+/**
+ * A request Node's HTTP parser cannot read at all (not HTTP, a control character in a header, Content-Length beside
+ * Transfer-Encoding, a broken chunk; headers over Node's limit; a request too slow to arrive): it never reaches a
+ * route, so it is answered here, on the socket, in the envelope with an X-Request-Id like everything else (Fastify's
+ * default answer is a body of its own), and the connection is closed, as it cannot be read further.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'The request did not arrive in time.']
+        : [400, 'Bad Request', 'The request is not valid HTTP.'];
+  const requestId = randomUUID();
+  const body = JSON.stringify(errorEnvelope(new ServiceError('invalid_request', message), requestId));
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
