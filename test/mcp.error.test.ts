@@ -90,6 +90,14 @@ describe('MCP refusals: tool errors carry the API error code, HTTP errors are th
     await expect(call('delete_everything', {})).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool') });
   });
 
+  it('an unknown tool named like a key: the error does not echo the key', async () => {
+    const keyLike = `svc_live_${'A'.repeat(49)}`;
+    const err = (await call(keyLike, {}).catch((e: unknown) => e)) as { code: number; message: string };
+    expect(err.code).toBe(-32602);
+    expect(err.message).toContain('Unknown tool');
+    expect(err.message).not.toContain('AAAAAAAA');
+  });
+
   it('params a method does not take are -32602 invalid params, naming the field', async () => {
     // The SDK's own Server answers these with -32603 and its schema's raw issue list; JSON-RPC names them -32602.
     const cases: [object, string][] = [

@@ -136,7 +136,8 @@ function initializeResult(request: InitializeRequest): InitializeResult {
 
 /** A protocol error (an unknown tool) as the SDK sends it; anything else is reported and answered with nothing in it. */
 function rpcError(err: unknown, exchange: Exchange): RpcError {
-  if (err instanceof McpError) return { code: err.code, message: err.message, ...(err.data !== undefined && { data: err.data }) };
+  // Its message may echo what the client sent (a tool's name): never a key, as in every error (PRODUCT §4).
+  if (err instanceof McpError) return { code: err.code, message: scrubKeys(err.message), ...(err.data !== undefined && { data: err.data }) };
   exchange.toServiceError(err);
   return { code: ErrorCode.InternalError, message: 'Internal error' };
 }
