@@ -236,6 +236,35 @@ describe('webhooks in', () => {
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1 AND processed_at IS NULL`, [s.domain])).toBe(0);
   });
 
+  it('a contract created on the platform is announced even when its first sync fails half-way: the row and contract.created commit together', async () => {
+    const s = await p.install({ contracts: 1 });
+    // The first event written after this fails (the database going away between the row and its event would do the same).
+    await p.t.ctx.db.withSession((run) =>
+      run(
+        `CREATE SEQUENCE test_event_failures;
+         CREATE FUNCTION test_fail_first_event() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN IF nextval('test_event_failures') = 1 THEN RAISE EXCEPTION 'event refused by a test'; END IF; RETURN NEW; END $$;
+         CREATE TRIGGER test_fail_first_event BEFORE INSERT ON contract_events FOR EACH ROW EXECUTE FUNCTION test_fail_first_event();`,
+        [],
+        { multi: true },
+      ),
+    );
+    let created: string;
+    try {
+      created = String(p.standIn.createContract(s.domain).id);
+      await p.settle().catch(() => {}); // the webhook's first processing fails (the worker logs it); the signal stays
+      expect(await count(`SELECT count(*)::int AS n FROM subscription_contracts WHERE id = $1`, [created])).toBe(0);
+    } finally {
+      await p.t.ctx.db.withSession((run) =>
+        run('DROP TRIGGER test_fail_first_event ON contract_events; DROP FUNCTION test_fail_first_event(); DROP SEQUENCE test_event_failures;', [], { multi: true }),
+      );
+    }
+    p.clock.advance(10 * 60_000); // the signal's retry is due
+    await p.settle();
+    expect((await contract(s, created)).id).toBe(created);
+    expect((await events(s, created)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.created:platform']);
+  });
+
   it('out of order and late deliveries end with the mirror at the platform’s latest state', async () => {
     const s = await p.install({ contracts: 1 });
     const id = s.contractIds[0];

@@ -317,23 +317,33 @@ async function planLocked(row: ContractRow & Lease, change: ContractChange, leas
 }
 
 async function commitLocked(db: Database, change: ContractChange, lease?: string): Promise<CommittedChange | null> {
-  return db.transaction(async (run: RunSql) => {
-    const skip = !!change.skipLocked;
-    const [row] = await run<ContractRow & Lease>(LOCK(skip), [change.contractId, change.shopId], { name: skip ? 'svc_lock_contract_skip' : 'svc_lock_contract' });
-    if (!row) {
-      if (change.skipLocked) return null;
-      throw new ServiceError('not_found', MESSAGES.contractNotFound);
-    }
-    let planned: Awaited<ReturnType<typeof planLocked>>;
-    try {
-      planned = await planLocked(row, change, lease);
-    } catch (err) {
-      if (change.skipLocked && err instanceof ContractBusy) return null;
-      throw err;
-    }
-    if (planned.write) await run(COMMIT, parameters([planned.write]), { name: COMMIT_NAME });
-    return planned.done;
-  });
+  return db.transaction((run: RunSql) => lockedIn(run, change, lease));
+}
+
+/**
+ * The locked strategy inside a transaction the caller holds, for a change that must commit with what the caller
+ * writes in it (a contract row inserted and its contract.created event: platform sync). Nothing is committed here.
+ */
+export function commitContractChangeIn(run: RunSql, change: ContractChange): Promise<CommittedChange | null> {
+  return lockedIn(run, change);
+}
+
+async function lockedIn(run: RunSql, change: ContractChange, lease?: string): Promise<CommittedChange | null> {
+  const skip = !!change.skipLocked;
+  const [row] = await run<ContractRow & Lease>(LOCK(skip), [change.contractId, change.shopId], { name: skip ? 'svc_lock_contract_skip' : 'svc_lock_contract' });
+  if (!row) {
+    if (change.skipLocked) return null;
+    throw new ServiceError('not_found', MESSAGES.contractNotFound);
+  }
+  let planned: Awaited<ReturnType<typeof planLocked>>;
+  try {
+    planned = await planLocked(row, change, lease);
+  } catch (err) {
+    if (change.skipLocked && err instanceof ContractBusy) return null;
+    throw err;
+  }
+  if (planned.write) await run(COMMIT, parameters([planned.write]), { name: COMMIT_NAME });
+  return planned.done;
 }
 
 const LOCK_MANY = `

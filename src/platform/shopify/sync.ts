@@ -1,4 +1,5 @@
-import { commitContractChange, commitContractChanges, type ContractChange } from '../../db/commitContractChange.js';
+import { commitContractChange, commitContractChangeIn, commitContractChanges, type ContractChange } from '../../db/commitContractChange.js';
+import type { RunSql } from '../../db/client.js';
 import type { ContractRow } from '../../db/schema.js';
 import { PLATFORM, planSync, type ContractPlan, type MirroredContract, type MirrorUpdate } from '../../domain/changes.js';
 import type { ContractState } from '../../domain/contract.js';
@@ -53,10 +54,14 @@ export async function syncContract(ctx: ServiceContext, shopId: string, f: Mirro
     } catch (err) {
       if (!(err instanceof ServiceError && err.code === 'not_found') || attempt > 0) throw err;
     }
-    if (await insertContracts(ctx, shopId, [f])) {
-      if (opts.announce) await announceCreated(ctx, shopId, f.id);
-      return 'created';
-    }
+    // The row and its contract.created commit together: a failure between them would leave a contract no later sync
+    // announces (its revision is the mirror's from then on).
+    const created = await ctx.db.transaction(async (run) => {
+      if (!(await insertRows(run, ctx, shopId, [f]))) return false;
+      if (opts.announce) await commitContractChangeIn(run, announceCreated(ctx, shopId, f.id));
+      return true;
+    });
+    if (created) return 'created';
     // Another writer inserted it meanwhile: apply it as a change (once more around the loop).
   }
 }
@@ -97,9 +102,9 @@ export async function syncContracts(ctx: ServiceContext, shopId: string, fs: Mir
   return out;
 }
 
-/** contract.created (actor platform), committed as a change of the row just inserted. */
-async function announceCreated(ctx: ServiceContext, shopId: string, contractId: string): Promise<void> {
-  await commitContractChange(ctx.db, {
+/** contract.created (actor platform): a change of the row just inserted. */
+function announceCreated(ctx: ServiceContext, shopId: string, contractId: string): ContractChange {
+  return {
     shopId,
     contractId,
     now: ctx.clock.now(),
@@ -108,7 +113,7 @@ async function announceCreated(ctx: ServiceContext, shopId: string, contractId: 
       const state = mirrored(row);
       return { state, events: [{ type: 'contract.created', actor: PLATFORM, from: state.status, to: state.status, data: {}, after: state }] };
     },
-  });
+  };
 }
 
 /**
@@ -117,36 +122,38 @@ async function announceCreated(ctx: ServiceContext, shopId: string, contractId: 
  */
 export async function insertContracts(ctx: ServiceContext, shopId: string, rows: MirrorFields[]): Promise<number> {
   if (!rows.length) return 0;
+  return ctx.db.withSession((run) => insertRows(run, ctx, shopId, rows));
+}
+
+async function insertRows(run: RunSql, ctx: ServiceContext, shopId: string, rows: MirrorFields[]): Promise<number> {
   const now = ctx.clock.now();
   const col = <T>(f: (r: MirrorFields) => T) => rows.map(f);
-  const inserted = await ctx.db.withSession((run) =>
-    run<{ id: string }>(
-      `INSERT INTO subscription_contracts (id, shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
-              next_billing_date, lines, created_at, updated_at, version, platform_revision, platform_updated_at)
-       SELECT x.id, $1, x.status, x.customer_id, x.customer_email, x.billing_interval, x.billing_interval_count,
-              x.next_billing_date, x.lines, x.created_at, $2, 0, x.platform_revision, x.platform_updated_at
-         FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::jsonb[],
-                     $11::timestamptz[], $12::numeric[], $13::timestamptz[])
-              AS x(id, status, customer_id, customer_email, billing_interval, billing_interval_count, next_billing_date, lines,
-                   created_at, platform_revision, platform_updated_at)
-       ON CONFLICT (id) DO NOTHING
-       RETURNING id::text`,
-      [
-        shopId,
-        now,
-        col((r) => r.id),
-        col((r) => r.status),
-        col((r) => r.customerId),
-        col((r) => r.customerEmail),
-        col((r) => r.billingInterval),
-        col((r) => r.billingIntervalCount),
-        col((r) => r.nextBillingDate),
-        col((r) => JSON.stringify(r.lines)),
-        col((r) => r.createdAt),
-        col((r) => r.platformRevision),
-        col((r) => r.platformUpdatedAt),
-      ],
-    ),
+  const inserted = await run<{ id: string }>(
+    `INSERT INTO subscription_contracts (id, shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
+            next_billing_date, lines, created_at, updated_at, version, platform_revision, platform_updated_at)
+     SELECT x.id, $1, x.status, x.customer_id, x.customer_email, x.billing_interval, x.billing_interval_count,
+            x.next_billing_date, x.lines, x.created_at, $2, 0, x.platform_revision, x.platform_updated_at
+       FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::jsonb[],
+                   $11::timestamptz[], $12::numeric[], $13::timestamptz[])
+            AS x(id, status, customer_id, customer_email, billing_interval, billing_interval_count, next_billing_date, lines,
+                 created_at, platform_revision, platform_updated_at)
+     ON CONFLICT (id) DO NOTHING
+     RETURNING id::text`,
+    [
+      shopId,
+      now,
+      col((r) => r.id),
+      col((r) => r.status),
+      col((r) => r.customerId),
+      col((r) => r.customerEmail),
+      col((r) => r.billingInterval),
+      col((r) => r.billingIntervalCount),
+      col((r) => r.nextBillingDate),
+      col((r) => JSON.stringify(r.lines)),
+      col((r) => r.createdAt),
+      col((r) => r.platformRevision),
+      col((r) => r.platformUpdatedAt),
+    ],
   );
   return inserted.length;
 }
