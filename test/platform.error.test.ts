@@ -265,6 +265,30 @@ describe('webhooks in', () => {
     expect((await events(s, created)).map((e) => `${e.type}:${e.actor.type}`)).toEqual(['contract.created:platform']);
   });
 
+  it('a plan change the platform could not be asked about for hours is applied once it answers (only contract signals are ever set aside)', async () => {
+    const s = await p.install({ contracts: 1, plan: 'basic' });
+    const token = p.standIn.sessionToken(s.domain);
+    await p.t.inject({ method: 'POST', url: '/admin/api/billing/upgrade', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: {} });
+    p.standIn.approveAppSubscription(s.domain);
+    await p.settle();
+    expect((await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`)).statusCode).toBe(200);
+    // The merchant cancels Enterprise while the platform fails every question about the app's subscriptions.
+    p.standIn.faults.add({ kind: 'error', status: 503 } as never, { operation: 'currentAppInstallation', shop: s.domain, count: Infinity });
+    const active = p.standIn.shop(s.domain).appSubscriptions.find((x) => x.status === 'ACTIVE')!;
+    p.standIn.endAppSubscription(s.domain, active.id, 'CANCELLED');
+    await p.standIn.webhooks.flush();
+    for (let i = 0; i < 25; i++) {
+      await p.t.shopify!.inbox.processDue().catch(() => 0);
+      p.clock.advance(11 * 60_000);
+    }
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1 AND topic = 'app_subscriptions/update' AND processed_at IS NULL AND attempts > 20`, [s.domain])).toBe(1);
+    p.standIn.faults.clear();
+    await p.settle();
+    const res = await get(s.key, `/api/v1/subscription-contracts/${s.contractIds[0]}`);
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('plan_required');
+  });
+
   it('out of order and late deliveries end with the mirror at the platform’s latest state', async () => {
     const s = await p.install({ contracts: 1 });
     const id = s.contractIds[0];

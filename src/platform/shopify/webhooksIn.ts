@@ -175,6 +175,9 @@ const LANES = 4;
 type Signal = Pick<Stored, 'topic' | 'payload'>;
 
 /** The contract a signal is about, or null for any other topic. */
+/** A topic whose work reconciliation also does (it reads every contract changed since its last sweep). */
+const isContractSignal = (topic: string) => topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/');
+
 function contractOf(w: Signal): string | null {
   const p = w.payload;
   let id: string | null = null;
@@ -306,10 +309,12 @@ export class PlatformInbox {
     const retries = [...failures].map(([w, err]) => {
       const message = (err instanceof ServiceError ? err.message : 'unexpected error').slice(0, 500);
       // A contract busy with an action: again in a second, not counted as an attempt. Else backoff: 5 s, 10 s, …
-      // up to 10 minutes; after MAX_ATTEMPTS it is set aside (reconciliation still converges).
+      // up to 10 minutes; after MAX_ATTEMPTS a contract signal is set aside (reconciliation still converges). Any
+      // other topic (an uninstall, a plan change, a privacy request) has nothing else that would redo its work: it
+      // goes on being tried every 10 minutes until it succeeds.
       if (err instanceof ContractBusy) return { id: w.webhook_id, at: new Date(now.getTime() + BUSY_RETRY_MS), message, counted: false, aside: null };
       const delay = Math.min(600_000, 5000 * 2 ** Math.min(w.attempts - 1, 10));
-      return { id: w.webhook_id, at: new Date(now.getTime() + delay), message, counted: true, aside: w.attempts >= MAX_ATTEMPTS ? now : null };
+      return { id: w.webhook_id, at: new Date(now.getTime() + delay), message, counted: true, aside: w.attempts >= MAX_ATTEMPTS && isContractSignal(w.topic) ? now : null };
     });
     await this.ctx.db.prepared(
       'svc_platform_webhooks_retry',
