@@ -48,6 +48,26 @@ describe('a platform that refuses, fails or throttles changes nothing', () => {
   });
 
   it.each([
+    ['refused (422)', (s: InstalledShop) => p.standIn.faults.userError({ mutation: 'subscriptionContractSetNextBillingDate', message: 'Something else', code: 'INVALID' }, { shop: s.domain }), 422],
+    ['unreachable (503)', (s: InstalledShop) => p.standIn.faults.add({ kind: 'error', status: 503 } as never, { operation: 'subscriptionContractSetNextBillingDate', shop: s.domain }), 503],
+  ] as const)('a skip the platform %s half-way is undone there: nothing changed on either side, and asked again it is done once', async (_label, fault, status) => {
+    const s = await p.install({ contracts: 1 });
+    const id = s.contractIds[0];
+    const before = await contract(s);
+    fault(s);
+    const res = await act(s.key, id, { action: 'skip' });
+    expect(res.statusCode).toBe(status);
+    const onPlatform = p.standIn.contract(s.domain, id);
+    expect([...onPlatform.skippedCycles]).toEqual([]); // the skipped cycle is unskipped again
+    expect(await contract(s)).toEqual(before);
+    expect(await events(s)).toEqual([]);
+    const again = await act(s.key, id, { action: 'skip' });
+    expect(again.statusCode).toBe(200);
+    expect([...p.standIn.contract(s.domain, id).skippedCycles]).toHaveLength(1);
+    expect((await events(s)).map((e) => e.type)).toEqual(['contract.skipped']);
+  });
+
+  it.each([
     ['a 503', { kind: 'error', status: 503 }, 'HTTP 503'],
     ['a 500', { kind: 'error', status: 500 }, 'HTTP 500'],
     ['no answer in time', { kind: 'hang' }, 'no answer in time'],

@@ -75,6 +75,12 @@ export const SKIP_CYCLE = `mutation SvcSkipCycle($input: SubscriptionBillingCycl
     userErrors { field message code }
   }
 }`;
+export const UNSKIP_CYCLE = `mutation SvcUnskipCycle($input: SubscriptionBillingCycleInput!) {
+  subscriptionBillingCycleUnskip(billingCycleInput: $input) {
+    billingCycle { cycleIndex skipped }
+    userErrors { field message code }
+  }
+}`;
 export const BILLING_CYCLE = `query SvcBillingCycle($input: SubscriptionBillingCycleInput!) {
   subscriptionBillingCycle(billingCycleInput: $input) { cycleIndex billingAttemptExpectedDate skipped }
 }`;
@@ -126,6 +132,7 @@ export const ALL_DOCUMENTS = {
   CANCEL,
   SET_NEXT_BILLING_DATE,
   SKIP_CYCLE,
+  UNSKIP_CYCLE,
   BILLING_CYCLE,
   WEBHOOK_SUBSCRIPTIONS,
   SUBSCRIBE,

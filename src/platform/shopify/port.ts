@@ -90,9 +90,18 @@ export class ShopifyPlatform implements PlatformPort {
           if (e.after.nextBillingDate.getTime() !== before.getTime()) last = await this.setNextBillingDate(shop, gid, e.after.nextBillingDate);
           break;
         case 'contract.skipped': {
-          const following = await this.skipCycle(shop, gid, before);
-          last = await this.setNextBillingDate(shop, gid, following);
-          result = withNextBillingDate(result, i, following);
+          const skipped = await this.skipCycle(shop, gid, before);
+          try {
+            const following = await this.cycleDate(shop, gid, skipped + 1);
+            last = await this.setNextBillingDate(shop, gid, following);
+            result = withNextBillingDate(result, i, following);
+          } catch (err) {
+            // The cycle is skipped on the platform but the skip could not be finished: undone, so that the answer
+            // (nothing changed) is true and a retry starts from where it did. A skip leaves no new revision for the
+            // inbox or reconciliation to notice, so nothing else would ever put the two back in step.
+            await this.unskipCycle(shop, gid, skipped).catch(() => {});
+            throw err;
+          }
           break;
         }
         case 'contract.rescheduled':
@@ -139,13 +148,26 @@ export class ShopifyPlatform implements PlatformPort {
   }
 
   /** Skips the cycle the date falls in and answers the following cycle's billing date. */
-  private async skipCycle(shop: ShopRef, gid: string, date: Date): Promise<Date> {
+  /** Skips the billing cycle of `date`; answers its index. */
+  private async skipCycle(shop: ShopRef, gid: string, date: Date): Promise<number> {
     type Skip = { subscriptionBillingCycleSkip: { billingCycle: { cycleIndex: number; skipped: boolean } | null; userErrors: UserError[] } };
     const data = await this.admin.graphql<Skip>(shop, doc.SKIP_CYCLE, { input: { contractId: gid, selector: { date: iso(date) } } }, HELD);
     const answer = data.subscriptionBillingCycleSkip;
     if (answer.userErrors.length || !answer.billingCycle) throw rejected(answer.userErrors[0]?.message ?? 'no billing cycle in the answer');
+    return answer.billingCycle.cycleIndex;
+  }
+
+  private async unskipCycle(shop: ShopRef, gid: string, index: number): Promise<void> {
+    type Unskip = { subscriptionBillingCycleUnskip: { userErrors: UserError[] } };
+    const data = await this.admin.graphql<Unskip>(shop, doc.UNSKIP_CYCLE, { input: { contractId: gid, selector: { index } } }, HELD);
+    const error = data.subscriptionBillingCycleUnskip.userErrors[0];
+    if (error) throw rejected(error.message);
+  }
+
+  /** When the platform expects to bill cycle `index`. */
+  private async cycleDate(shop: ShopRef, gid: string, index: number): Promise<Date> {
     type Cycle = { subscriptionBillingCycle: { billingAttemptExpectedDate: string } | null };
-    const next = await this.admin.graphql<Cycle>(shop, doc.BILLING_CYCLE, { input: { contractId: gid, selector: { index: answer.billingCycle.cycleIndex + 1 } } }, HELD);
+    const next = await this.admin.graphql<Cycle>(shop, doc.BILLING_CYCLE, { input: { contractId: gid, selector: { index } } }, HELD);
     if (!next.subscriptionBillingCycle) throw rejected('the contract has no billing cycle after the skipped one');
     return new Date(next.subscriptionBillingCycle.billingAttemptExpectedDate);
   }
