@@ -56,6 +56,9 @@ export type WebhookEndpointPatch = z.infer<typeof WebhookEndpointPatch>;
 /** A signing secret as Standard Webhooks has it: `whsec_` + base64 of 32 random bytes. */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
+/** A signing secret anywhere in a text (for redaction: logs). */
+export const WEBHOOK_SECRET_ANYWHERE = /whsec_[0-9A-Za-z+/]{16,}={0,2}/g;
+
 /** During a rotation the previous secret keeps signing beside the new one this long. */
 export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 

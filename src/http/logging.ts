@@ -1,13 +1,12 @@
 import pino, { type Logger } from 'pino';
 import { scrubKeys } from '../domain/keys.js';
+import { WEBHOOK_SECRET_ANYWHERE } from '../domain/webhooks.js';
 
 export { scrubKeys };
 
 // A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
 const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;
 
-// A webhook signing secret: `whsec_` + base64 of 32 bytes (PRODUCT §10).
-const WEBHOOK_SECRET_ANYWHERE = /whsec_[0-9A-Za-z+/]{16,}={0,2}/g;
 // A failed query's parameters as the query builder writes them into its error's message and stack ("Failed query: …
 // \nparams: …"): the values a statement was given, which may be a webhook secret, an email, a customer's data. The
 // statement's text stays, and so do a stack's frames: the values end where the frames begin (`\n    at `), or at the end

@@ -147,8 +147,7 @@ export class ShopifyPlatform implements PlatformPort {
     return answer.contract;
   }
 
-  /** Skips the cycle the date falls in and answers the following cycle's billing date. */
-  /** Skips the billing cycle of `date`; answers its index. */
+  /** Skips the billing cycle `date` falls in; answers its index. */
   private async skipCycle(shop: ShopRef, gid: string, date: Date): Promise<number> {
     type Skip = { subscriptionBillingCycleSkip: { billingCycle: { cycleIndex: number; skipped: boolean } | null; userErrors: UserError[] } };
     const data = await this.admin.graphql<Skip>(shop, doc.SKIP_CYCLE, { input: { contractId: gid, selector: { date: iso(date) } } }, HELD);

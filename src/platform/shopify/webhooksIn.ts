@@ -174,10 +174,10 @@ const LANES = 4;
 
 type Signal = Pick<Stored, 'topic' | 'payload'>;
 
-/** The contract a signal is about, or null for any other topic. */
 /** A topic whose work reconciliation also does (it reads every contract changed since its last sweep). */
 const isContractSignal = (topic: string) => topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/');
 
+/** The contract a signal is about, or null for any other topic. */
 function contractOf(w: Signal): string | null {
   const p = w.payload;
   let id: string | null = null;
