@@ -29,7 +29,7 @@ const CONNECTIONS = 50;
 const CONTRACTS = 2000;
 const FIXED_RATE = 500;
 
-type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number };
+type Result = { rps: number; p50: number; p99: number; errors: number; non2xx: number; svcUs?: number; pgUs?: number };
 
 // BENCH_PROFILE=dir writes a CPU profile of the svc process; BENCH_ONLY=get,action,… runs only those scenarios;
 // BENCH_NODE_ARGS passes node options to svc.
@@ -37,7 +37,7 @@ const PROFILE_DIR = process.env.BENCH_PROFILE;
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (name: string) => !ONLY || ONLY.includes(name);
 
-const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0 };
+const SKIPPED: Result = { rps: NaN, p50: NaN, p99: NaN, errors: 0, non2xx: 0, svcUs: NaN, pgUs: NaN };
 
 // The CPU each request costs the server and the database: steadier than requests per second on a shared machine.
 let svcPid = 0;
@@ -60,6 +60,8 @@ async function run(name: string, opts: autocannon.Options): Promise<Result> {
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
+    svcUs,
+    pgUs,
   };
   const cpu = `  cpu/req: ${target === basePid ? 'baseline' : 'svc'} ${svcUs} µs, postgres ${pgUs} µs`;
   console.log(`${name.padEnd(28)} ${String(res.rps).padStart(7)} req/s  p50 ${String(res.p50).padStart(4)} ms  p99 ${String(res.p99).padStart(4)} ms  non-2xx ${res.non2xx}  errors ${res.errors}${cpu}`);
@@ -86,6 +88,9 @@ async function paired(key: string, names: [string, string], baseline: autocannon
     p99: Math.max(...rounds.map((r) => r.svc.p99)),
     errors: rounds.reduce((n, r) => n + r.svc.errors, 0),
     non2xx: rounds.reduce((n, r) => n + r.svc.non2xx, 0),
+    // CPU per request: the median of the rounds, as the ratio is.
+    svcUs: median(rounds.map((r) => r.svc.svcUs!)),
+    pgUs: median(rounds.map((r) => r.svc.pgUs!)),
   };
   const ratios = rounds.map((r) => r.svc.rps / r.base.rps);
   const ratio = Math.round(median(ratios) * 1000) / 1000;
@@ -117,7 +122,10 @@ async function main() {
   const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null });
   const shop = await setShopPlan({ ctx, input: { domain: 'bench.myshopify.com', plan: 'enterprise' } });
   const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
-  const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } })).map((c) => c.id);
+  const seeded = await seedContracts({ ctx, input: { shopId: shop.id, count: CONTRACTS } });
+  const ids = seeded.map((c) => c.id);
+  // An edit names a line: each contract's first line, with a quantity that changes on every request.
+  const firstLine = new Map(seeded.map((c) => [c.id, c.lines[0].id]));
   await db.close();
 
   // As `npm start` does: compile, then run the JavaScript with node (BENCH_NODE_ARGS: extra options for svc alone).
@@ -150,6 +158,16 @@ async function main() {
   const postBaseline = { url: `${base.url}/echo/1`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{"action":"pause"}' };
   const get = await paired('get', ['baseline GET', 'svc GET contract'], getBaseline, { url: svc.url, headers: auth, requests: [getReq] });
   const action = await paired('action', ['baseline POST', 'svc pause/resume'], postBaseline, { url: svc.url, headers: auth, requests: [actionReq] });
+  let quantity = 0;
+  const editReq = {
+    method: 'POST' as const,
+    setupRequest: (r: any) => {
+      const id = randomId();
+      quantity = (quantity % 9) + 1;
+      return { ...r, path: `/api/v1/subscription-contracts/${id}/edits`, body: JSON.stringify({ operations: [{ op: 'set_quantity', lineId: firstLine.get(id), quantity }] }) };
+    },
+  };
+  const edit = await paired('edit', ['baseline POST', 'svc edit (set_quantity)'], postBaseline, { url: svc.url, method: 'POST', headers: auth, requests: [editReq] });
   const forgedRun = await paired('forged', ['baseline GET', 'svc forged key (401)'], getBaseline, { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${forged}` } });
   const unknownRun = await paired('unknownKey', ['baseline GET', 'svc unknown key (401)'], getBaseline, { url: `${svc.url}/api/v1/subscription-contracts/1`, headers: { authorization: `Bearer ${unknown}` } });
   const mcp = await paired('mcp', ['baseline POST', 'svc MCP tools/call'], postBaseline, {
@@ -166,23 +184,26 @@ async function main() {
       },
     ],
   });
-  const results: Record<string, Result> = { get: get.svc, action: action.svc, forged: forgedRun.svc, unknownKey: unknownRun.svc, mcp: mcp.svc };
+  const results: Record<string, Result> = { get: get.svc, action: action.svc, edit: edit.svc, forged: forgedRun.svc, unknownKey: unknownRun.svc, mcp: mcp.svc };
   // Steady 500 requests/s: GETs of random contracts, then pause/resume actions (never two at once on one contract).
   const fixedGet = await steadyRow(`svc GET at ${FIXED_RATE}/s`, 'fixedGet', FIXED_RATE, () => ({ method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomId()}` }), auth);
   const fixedAction = await steadyRow(`svc action at ${FIXED_RATE}/s`, 'fixedAction', FIXED_RATE, pauseResumeNext(svc.url, randomId, paused), auth);
   const rss = peakRssMb(svc.child.pid!);
 
   // The JSON's baseline: the mean of the runs paired with the GET and with the action scenario.
-  const pick = (r: Result) => ({ rps: r.rps, p50: r.p50, p99: r.p99 });
+  const pick = (r: Result) => ({ rps: r.rps, p50: r.p50, p99: r.p99, svcUs: r.svcUs, pgUs: r.pgUs });
   const summary = {
     baseline: { get: get.base, post: action.base },
     get: pick(results.get),
     action: pick(results.action),
+    edit: pick(results.edit),
     forged: pick(results.forged),
     unknownKey: pick(results.unknownKey),
     mcp: pick(results.mcp),
     fixedRate: { get: { p99: fixedGet.p99 }, action: { p99: fixedAction.p99 } },
-    ratios: { get: get.ratio, action: action.ratio, forged: forgedRun.ratio, unknownKey: unknownRun.ratio },
+    ratios: { get: get.ratio, action: action.ratio, edit: edit.ratio, forged: forgedRun.ratio, unknownKey: unknownRun.ratio },
+    // What an edit costs svc against an action (the target: at most 1.3).
+    editCpuToAction: Math.round((results.edit.svcUs! / results.action.svcUs!) * 100) / 100,
     peakRssMb: rss,
   };
   const unexpected = Object.entries({ ...results, fixedGet, fixedAction })

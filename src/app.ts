@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -11,7 +10,9 @@ import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } 
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling, sendError } from './http/errors.js';
+import { clientErrorHandler, frameworkErrors, keyInUrl, newRequestId, registerErrorHandling, sendError } from './http/errors.js';
+import { installJsonBodyParser } from './http/body.js';
+import { DEFAULT_CLIENT_LIMITS, limitConnectionsPerAddress, refuseConnect, requestTimeoutOptions, type ClientLimits } from './http/connections.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
 import { accessLogWriter, requestLoggerFactory, scrubKeys } from './http/logging.js';
@@ -37,6 +38,8 @@ export type AppDeps = {
   metrics?: MetricsOptions;
   /** Which proxies' X-Forwarded-For gives the client IP (TRUST_PROXY); off by default. */
   trustProxy?: boolean | number | string[];
+  /** Slow and greedy clients: REQUEST_BODY_TIMEOUT_MS and MAX_CONNECTIONS_PER_IP (defaults when absent). */
+  clientLimits?: ClientLimits;
   /** Routes a test adds before the app is sealed (e.g. one that throws, to see the 500 envelope). */
   extraRoutes?: (app: FastifyInstance) => void;
   /** Counts the requests, for background work that gives way to them (workers/webhookDispatcher.ts). */
@@ -49,11 +52,12 @@ export const BODY_LIMIT = 16 * 1024;
 
 /** Builds the HTTP application: one error handler, the public API, the admin API, docs and health. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const clientLimits = deps.clientLimits ?? DEFAULT_CLIENT_LIMITS;
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     childLoggerFactory: requestLoggerFactory as never,
-    genReqId: () => randomUUID(),
+    genReqId: newRequestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     // While closing, the onRequest hook below answers requests that still arrive on open connections, in the
@@ -64,12 +68,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler,
     // Fastify also takes a hop count, which its types omit.
     trustProxy: (deps.trustProxy ?? false) as boolean | string[],
+    ...requestTimeoutOptions(clientLimits),
   });
+  limitConnectionsPerAddress(app.server, {
+    max: clientLimits.maxConnectionsPerIp,
+    trustProxy: deps.trustProxy,
+    onRefused: () => metrics.rateLimited('connections'),
+  });
+  refuseConnect(app.server);
 
   app.setValidatorCompiler(validatorCompiler);
   // Responses are built by our own mappers from typed rows; the schemas are there to document them.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app);
   // The key gate is installed below, before any route; the error handler defers to it first.
   let gate: ApiKeyGate | undefined;
   const notFound = registerErrorHandling(app, (req, reply, err) => (gate ? gate.beforeErrorResponse(req, reply, err) : Promise.resolve(err)));
@@ -92,13 +104,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       sendError(reply, new ServiceError('unavailable', 'This instance is shutting down. Retry the request.', { headers: { 'retry-after': '1' } }));
       return;
     }
-    // A key in a URL ends up in proxies' and browsers' histories: refuse it, and never log that URL.
+    // Percent-encoded in any way too (domain/keys.ts).
     if (mentionsKey(req.url)) {
       (req as { keyInUrl?: boolean }).keyInUrl = true;
-      sendError(
-        reply,
-        new ServiceError('key_in_url', 'An API key must never be sent in a URL. Send it only in the Authorization header, and revoke this key: it may have been exposed.'),
-      );
+      sendError(reply, keyInUrl());
       return;
     }
     done();

@@ -37,6 +37,9 @@ const ConfigSchema = z.object({
   SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   SCHEDULER_ENABLED: z.enum(['true', 'false']).default('true'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  // Hostile clients: a request (body included) must arrive in full within this time; open connections per address.
+  REQUEST_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  MAX_CONNECTIONS_PER_IP: positiveInt.max(1_000_000).default(256),
   // Webhooks may reach private and loopback addresses, and http on loopback (development and tests only: SSRF).
   WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
@@ -83,6 +86,8 @@ export type Config = {
   schedulerIntervalMs: number;
   schedulerEnabled: boolean;
   shutdownTimeoutMs: number;
+  requestBodyTimeoutMs: number;
+  maxConnectionsPerIp: number;
   metricsToken?: string;
   trustProxy: TrustProxy;
   webhooksAllowPrivate: boolean;
@@ -153,6 +158,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
     schedulerEnabled: e.SCHEDULER_ENABLED === 'true',
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    requestBodyTimeoutMs: e.REQUEST_BODY_TIMEOUT_MS,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
     metricsToken: e.METRICS_TOKEN,
     trustProxy: e.TRUST_PROXY ? parseTrustProxy(e.TRUST_PROXY)! : false,
     webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true',

@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
     metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
     trustProxy: config.trustProxy,
+    clientLimits: { requestBodyTimeoutMs: config.requestBodyTimeoutMs, maxConnectionsPerIp: config.maxConnectionsPerIp },
     load,
     shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wakeSoon() } : undefined,
   });

@@ -81,7 +81,7 @@ describe('resume', () => {
       ['2025-05-15T00:00:00.000Z', 'MONTH', 3, '2027-02-15T00:00:00.000Z'],
     ];
     for (const [next, interval, count, expected] of cases) {
-      const c = await insertContract(t, shopId, { status: 'PAUSED', pausedAt: NOW, nextBillingDate: new Date(next), billingInterval: interval, billingIntervalCount: count });
+      const c = await insertContract(t, shopId, { status: 'PAUSED', pausedAt: NOW, nextBillingDate: new Date(next), billingInterval: interval as never, billingIntervalCount: count });
       const contract = await ok(c.id, { action: 'resume' });
       expect(contract.nextBillingDate, `${next} every ${count} ${interval}`).toBe(expected);
       const [event] = await eventRows(t, c.id);
@@ -134,7 +134,7 @@ describe('skip', () => {
       ['2026-12-01T00:00:00.000Z', 'YEAR', 1, '2027-12-01T00:00:00.000Z'],
     ];
     for (const [next, interval, count, expected] of cases) {
-      const c = await insertContract(t, shopId, { nextBillingDate: new Date(next), billingInterval: interval, billingIntervalCount: count });
+      const c = await insertContract(t, shopId, { nextBillingDate: new Date(next), billingInterval: interval as never, billingIntervalCount: count });
       const contract = await ok(c.id, { action: 'skip' });
       expect(contract).toMatchObject({ status: 'ACTIVE', nextBillingDate: expected });
       expect((await eventRows(t, c.id))[0]).toMatchObject({ type: 'contract.skipped', fromStatus: 'ACTIVE', toStatus: 'ACTIVE', data: { previousNextBillingDate: next, nextBillingDate: expected } });

@@ -97,6 +97,25 @@ describe('svc CLI', () => {
     );
     expect(rows.map((r) => r.id)).toEqual(contracts.map((c: { id: string }) => c.id));
     expect(rows[0].plan).toBe('basic');
+    // Every seeded line is a variant of the shop's catalog (made by the seed), so edits can swap and add them.
+    const catalog = await cli(['products', 'seed', shop]);
+    expect(catalog.code).toBe(0);
+    const variantIds = catalog.out.map((l) => l.split('\t')[0]);
+    for (const c of contracts) for (const l of c.lines) expect(variantIds).toContain(l.variantId);
+  });
+
+  it('discounts create makes a code of the shop, once; a bad percentage is refused', async () => {
+    const shop = uniqueShop('codes');
+    const made = await cli(['discounts', 'create', shop, 'WELCOME10', '10']);
+    expect(made).toMatchObject({ code: 0 });
+    expect(made.stdout).toContain('WELCOME10');
+    expect((await cli(['discounts', 'create', shop, 'welcome10', '15'])).stderr).toMatch(/already has a discount code/);
+    expect((await cli(['discounts', 'create', shop, 'HALF', '0'])).code).toBe(1);
+    expect((await cli(['discounts', 'create', shop, 'HALF'])).code).toBe(2);
+    const rows = await withCliDatabase((db) =>
+      db.withSession((run) => run<{ code: string; percentage: string }>('SELECT d.code, d.percentage::text FROM discount_codes d JOIN shops s ON s.id = d.shop_id WHERE s.domain = $1', [shop])),
+    );
+    expect(rows).toEqual([{ code: 'WELCOME10', percentage: '10.00' }]);
   });
 
   it('admin-link prints a URL whose fragment carries a session token that verifies', async () => {

@@ -99,6 +99,16 @@ describe('the server with a bad configuration', () => {
   });
 });
 
+describe('hostile-client limits', () => {
+  it('REQUEST_BODY_TIMEOUT_MS defaults to 10 s and MAX_CONNECTIONS_PER_IP to 256; nonsense is refused by name', () => {
+    expect(loadConfig({})).toMatchObject({ requestBodyTimeoutMs: 10_000, maxConnectionsPerIp: 256 });
+    expect(loadConfig({ REQUEST_BODY_TIMEOUT_MS: '2500', MAX_CONNECTIONS_PER_IP: '32' })).toMatchObject({ requestBodyTimeoutMs: 2500, maxConnectionsPerIp: 32 });
+    for (const [name, value] of [['REQUEST_BODY_TIMEOUT_MS', '0'], ['REQUEST_BODY_TIMEOUT_MS', 'soon'], ['MAX_CONNECTIONS_PER_IP', '0'], ['MAX_CONNECTIONS_PER_IP', '1.5']]) {
+      expect(() => loadConfig({ [name]: value }), `${name}=${value}`).toThrow(new RegExp(name));
+    }
+  });
+});
+
 describe('REDIS_KEY_PREFIX', () => {
   it('defaults to svc:ratelimit: and refuses characters Redis users would not expect', async () => {
     const { loadConfig } = await import('../src/config.js');

@@ -15,12 +15,17 @@ const TIMESTAMP_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const byId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
 
 describe('GET /subscription-contracts/{id}', () => {
-  it('returns the resource exactly as PRODUCT §3 shows it', async () => {
+  it('returns the whole contract: status, customer, policies, lines with ids, address, discounts, totals', async () => {
     const { key, shopId } = await t.shopWithKey();
+    const address = { firstName: 'Ada', lastName: 'Lovelace', address1: '12 St James Square', city: 'London', zip: 'SW1Y 4JH', countryCode: 'GB' };
+    const discount = { id: 'd1', title: 'WELCOME10', code: 'WELCOME10', value: { type: 'percentage' as const, percentage: 10 } };
     const row = await insertContract(t, shopId, {
       status: 'PAUSED',
       pausedAt: new Date('2026-11-22T10:00:00.000Z'),
       resumeAt: new Date('2027-01-05T00:00:00.000Z'),
+      shippingAddress: address,
+      deliveryPrice: { amount: '4.90', currencyCode: 'EUR' },
+      discounts: [discount],
     });
     const res = await t.inject({ url: `${API}/${row.id}`, headers: bearer(key) });
     expect(res.statusCode).toBe(200);
@@ -31,8 +36,13 @@ describe('GET /subscription-contracts/{id}', () => {
         status: 'PAUSED',
         customer: { id: '9001', email: 'ada@example.com' },
         billingPolicy: { interval: 'MONTH', intervalCount: 1 },
+        deliveryPolicy: { interval: 'MONTH', intervalCount: 1 },
         nextBillingDate: '2026-12-01T00:00:00.000Z',
-        lines: [{ title: 'Coffee 1kg', variantId: '51', quantity: 2, price: { amount: '24.00', currencyCode: 'EUR' } }],
+        lines: [{ id: row.lines[0].id, title: 'Coffee 1kg', variantId: '51', quantity: 2, price: { amount: '24.00', currencyCode: 'EUR' } }],
+        shippingAddress: address,
+        discounts: [discount],
+        // 2 × 24.00, less 10 %, plus 4.90 shipping.
+        totals: { subtotal: '48.00', discounts: '4.80', shipping: '4.90', total: '48.10', currencyCode: 'EUR' },
         pausedAt: '2026-11-22T10:00:00.000Z',
         resumeAt: '2027-01-05T00:00:00.000Z',
         cancelledAt: null,

@@ -43,6 +43,8 @@ const probes: Probe[] = [
     name: 'POST a valid action with an Idempotency-Key',
     request: (id) => ({ method: 'POST', url: `${API}/${id}/actions`, headers: { ...json, 'idempotency-key': `k-${id}` }, payload: { action: 'skip' } }),
   },
+  { name: 'POST an edit', request: (id) => ({ method: 'POST', url: `${API}/${id}/edits`, headers: json, payload: { operations: [{ op: 'set_frequency', interval: 'WEEK', intervalCount: 3 }] } }) },
+  { name: 'POST an edit preview', request: (id) => ({ method: 'POST', url: `${API}/${id}/edits`, headers: json, payload: { operations: [{ op: 'set_frequency', interval: 'WEEK', intervalCount: 3 }], preview: true } }) },
   { name: 'MCP tools/call', request: (id) => ({ method: 'POST', url: '/mcp', headers: mcpHeaders, payload: callBody('get_subscription_contract', { contractId: id }) }) },
   { name: 'MCP tools/call of an action', request: (id) => ({ method: 'POST', url: '/mcp', headers: mcpHeaders, payload: callBody('pause_subscription_contract', { contractId: id }) }) },
   { name: 'MCP tools/list', request: () => ({ method: 'POST', url: '/mcp', headers: mcpHeaders, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } }) },

@@ -1,3 +1,4 @@
+import { TOOLS } from '../src/mcp/tools.js';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -70,7 +71,7 @@ describeSuite('MCP Inspector CLI against /mcp', () => {
     expect(r.code, r.stderr).toBe(0);
     const names = (JSON.parse(r.stdout).tools as { name: string }[]).map((x) => x.name);
     expect(names).toContain('pause_subscription_contract');
-    expect(names).toHaveLength(8);
+    expect(names).toHaveLength(TOOLS.length);
   });
 
   it('calls a tool (a contract id is a string: quoted JSON in --tool-arg)', async () => {

@@ -1,3 +1,4 @@
+import { TOOLS } from '../src/mcp/tools.js';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
@@ -243,7 +244,7 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
     const { client } = await stdioClient({ SVC_API_KEY: ro.key, SVC_BASE_URL: base });
     try {
       // The process cannot learn the key's access from the API, so it lists every tool and the API decides.
-      expect((await client.listTools()).tools).toHaveLength(8);
+      expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
       expect(toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } })).contract.id).toBe(c.id);
       const err = toolError(await client.callTool({ name: 'pause_subscription_contract', arguments: { contractId: c.id } }));
       expect(err).toMatchObject({ code: 'insufficient_scope', requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });

@@ -15,6 +15,7 @@ const TOOL_NAMES = [
   'skip_next_order',
   'reschedule_subscription_contract',
   'list_contract_events',
+  'edit_subscription_contract',
 ];
 
 describe('MCP over Streamable HTTP: the tools do what the API does', () => {
@@ -34,7 +35,7 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
     await t.close();
   });
 
-  it('lists the eight tools with described inputs, output schemas and truthful annotations', async () => {
+  it('lists the tools with described inputs, output schemas and truthful annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...TOOL_NAMES].sort());
     const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
@@ -69,7 +70,9 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
       cancel_subscription_contract: true,
       skip_next_order: false,
       reschedule_subscription_contract: false,
+      edit_subscription_contract: false,
     });
+    expect(byName.edit_subscription_contract.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
   });
 
   it('get_subscription_contract returns exactly what GET /api/v1 returns', async () => {
@@ -143,6 +146,21 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
     const c = await insertContract(t, shop.shopId);
     const out = toolOk(await client.callTool({ name: 'pause_subscription_contract', arguments: { contractId: c.id } }));
     expect(out.contract).toMatchObject({ status: 'PAUSED', resumeAt: null });
+  });
+
+  it('edit_subscription_contract previews, then edits, as the API does (actor mcp)', async () => {
+    const c = await insertContract(t, shop.shopId);
+    const operations = [{ op: 'set_quantity', lineId: c.lines[0].id, quantity: 3 }];
+    const preview = toolOk(await client.callTool({ name: 'edit_subscription_contract', arguments: { contractId: c.id, operations, preview: true } }));
+    expect(preview).toMatchObject({ preview: true, contract: { lines: [{ quantity: 3 }], totals: { total: '72.00' } } });
+    expect(await eventRows(t, c.id)).toEqual([]);
+    const done = toolOk(await client.callTool({ name: 'edit_subscription_contract', arguments: { contractId: c.id, operations } }));
+    expect(done).toMatchObject({ preview: false, contract: { lines: [{ quantity: 3 }] } });
+    expect((await t.inject({ url: `${API}/${c.id}`, headers: bearer(shop.key) })).json().contract).toEqual(done.contract);
+    expect((await eventRows(t, c.id)).map((e) => [e.type, e.actorType])).toEqual([['contract.updated', 'mcp']]);
+    const bad = await client.callTool({ name: 'edit_subscription_contract', arguments: { contractId: c.id, operations: [{ op: 'remove_line', lineId: 'nope' }] } });
+    expect(bad.isError).toBe(true);
+    expect(JSON.stringify(bad.content)).toContain('invalid_edit');
   });
 
   it('answers as an event stream to a client that accepts only that, and batches as arrays', async () => {

@@ -1,3 +1,4 @@
+import { TOOLS } from '../src/mcp/tools.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newRawKey } from '../src/domain/keys.js';
@@ -100,7 +101,7 @@ describe('MCP auth: the same key, checks and codes as the API, at the HTTP level
     }
     // A read-write key sees all eight.
     const rw = await mcpClient(base, (await t.shopWithKey()).key);
-    expect((await rw.listTools()).tools).toHaveLength(8);
+    expect((await rw.listTools()).tools).toHaveLength(TOOLS.length);
     await rw.close();
   });
 

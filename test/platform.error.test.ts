@@ -194,9 +194,11 @@ describe('webhooks in', () => {
   const post = (body: string, headers: Record<string, string>) =>
     fetch(`${p.base}/webhooks/shopify`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   const sign = (body: string) => createHmac('sha256', TEST_CREDENTIALS.secret).update(body).digest('base64');
+  /** A contract signal's documented fields (the rest of its payload is not needed here). */
+  const signal = (id: number | string, more: object = {}) => ({ admin_graphql_api_id: `gid://shopify/SubscriptionContract/${id}`, id: Number(id), revision_id: '1', ...more });
 
   it('a bad or missing HMAC is 401 and stores nothing; a good one is stored before the 200, once per webhook id', async () => {
-    const body = JSON.stringify({ admin_graphql_api_id: 'gid://shopify/SubscriptionContract/1', id: 1 });
+    const body = JSON.stringify(signal(1));
     const headers = { 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': 'hmac-test-1' };
     for (const hmac of [undefined, 'bm90IGEgc2lnbmF0dXJl', sign(body + ' ')]) {
       const res = await post(body, { ...headers, ...(hmac ? { 'x-shopify-hmac-sha256': hmac } : {}) });
@@ -219,8 +221,19 @@ describe('webhooks in', () => {
     expect(noTopic.status).toBe(400);
   });
 
+  it('a signed webhook nested deeper than 64 or with a key twice in one object is 400, not 500, and stores nothing', async () => {
+    const headers = (id: string) => ({ 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': id });
+    const bodies = { 'too-deep': `{"id":1,"note":${'['.repeat(50_000)}${']'.repeat(50_000)}}`, 'twice': '{"id":1,"id":2}' };
+    for (const [id, body] of Object.entries(bodies)) {
+      const res = await post(body, { ...headers(id), 'x-shopify-hmac-sha256': sign(body) });
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.code).toBe('invalid_request');
+      expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = $1`, [id])).toBe(0);
+    }
+  });
+
   it('webhooks arriving together are each stored once, a NUL in a payload included (jsonb cannot hold one)', async () => {
-    const bodies = Array.from({ length: 8 }, (_, i) => JSON.stringify({ id: 1000 + i, note: i === 3 ? 'a\u0000b' : 'plain' }));
+    const bodies = Array.from({ length: 8 }, (_, i) => JSON.stringify(signal(1000 + i, { note: i === 3 ? 'a\u0000b' : 'plain' })));
     const headers = (i: number) => ({ 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': `together-${i % 6}` });
     const answers = await Promise.all(bodies.map((b, i) => post(b, { ...headers(i), 'x-shopify-hmac-sha256': sign(b) })));
     expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
@@ -232,13 +245,13 @@ describe('webhooks in', () => {
 
   it('a signed webhook with a lone surrogate escaped in its JSON, or a Triggered-At no database stores, is stored, not a 500', async () => {
     const headers = (id: string) => ({ 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': 'nobody.myshopify.com', 'x-shopify-webhook-id': id });
-    const lone = '{"id":1,"note":"a\\ud800b","\\udc00key":"\\ud83d\\ude00"}';
+    const lone = `${JSON.stringify(signal(1)).slice(0, -1)},"note":"a\\ud800b","\\udc00key":"\\ud83d\\ude00"}`;
     const res = await post(lone, { ...headers('lone-surrogate'), 'x-shopify-hmac-sha256': sign(lone) });
     expect(res.status).toBe(200);
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'lone-surrogate' AND payload->>'note' = 'a' || chr(65533) || 'b'`, [])).toBe(1);
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = 'lone-surrogate' AND payload->>(chr(65533) || 'key') = chr(128512)`, [])).toBe(1);
     for (const [i, at] of ['0000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '+275760-09-13T00:00:00Z', 'soon'].entries()) {
-      const body = `{"id":${i}}`;
+      const body = JSON.stringify(signal(2000 + i));
       const r = await post(body, { ...headers(`odd-time-${i}`), 'x-shopify-triggered-at': at, 'x-shopify-hmac-sha256': sign(body) });
       expect(r.status, at).toBe(200);
     }
@@ -247,7 +260,7 @@ describe('webhooks in', () => {
 
   it('a contract signal whose id is past bigint is stored and ignored; the shop\'s other signals are processed', async () => {
     const s = await p.install({ contracts: 1 });
-    const body = JSON.stringify({ admin_graphql_api_id: 'gid://shopify/SubscriptionContract/9999999999999999999', id: 9999999999999999999 });
+    const body = JSON.stringify(signal('9999999999999999999'));
     const r = await post(body, { 'x-shopify-topic': 'subscription_contracts/update', 'x-shopify-shop-domain': s.domain, 'x-shopify-webhook-id': `past-bigint-${s.domain}`, 'x-shopify-hmac-sha256': sign(body) });
     expect(r.status).toBe(200);
     p.standIn.platform.pause(s.domain, s.contractIds[0]);
@@ -429,9 +442,11 @@ describe('plan, uninstall and privacy', () => {
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE payload::text LIKE $1`, [`%${email}%`])).toBe(0);
   });
 
-  it('shop/redact deletes every row of the shop', async () => {
+  it('shop/redact deletes every row of a shop that uninstalled', async () => {
     const s = await p.install({ contracts: 2 });
     await act(s.key, s.contractIds[0], { action: 'pause' });
+    p.standIn.uninstall(s.domain);
+    await p.settle();
     p.standIn.sendCompliance(s.domain, 'shop/redact');
     await p.settle();
     for (const table of ['subscription_contracts', 'contract_events', 'api_keys', 'webhook_endpoints', 'webhook_deliveries', 'idempotency_keys', 'platform_installations']) {

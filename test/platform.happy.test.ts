@@ -154,7 +154,7 @@ describe('webhooks in', () => {
     expect(events[0]).toMatchObject({ type: 'contract.paused', actor: { type: 'platform' } });
   });
 
-  it('asks the platform only what it must: an echo is not read back, and signals are read ten contracts a request', async () => {
+  it('asks the platform only what it must: an echo is not read back, and signals are read eight contracts a request', async () => {
     const shop = await p.install({ contracts: 12 });
     const reads = (from: number) =>
       p.standIn.requests.slice(from).flatMap((r) => (r.rootCalls ?? []).filter((c) => c.field === 'nodes' || c.field === 'subscriptionContract'));

@@ -294,7 +294,8 @@ describe('regressions the properties found', () => {
     for (const url of [`${API}/%zz/actions`, `/admin/api/keys/%E0%A4%A/revoke`, `${API}/${'1'.repeat(150)}/actions`, `/nothing/%zz${shop.key}`]) {
       const res = await t.inject({ method: 'POST', url, headers: { authorization: `Bearer ${shop.key}`, 'content-type': 'application/json' }, payload: '{}' });
       expect(res.statusCode, url).toBe(400);
-      expect(res.json().error).toMatchObject({ code: 'invalid_request', requestId: res.headers['x-request-id'] });
+      // A key in such a URL is still a key in the URL.
+      expect(res.json().error).toMatchObject({ code: url.includes(shop.key) ? 'key_in_url' : 'invalid_request', requestId: res.headers['x-request-id'] });
       expect(res.body).not.toContain('svc_live_');
     }
   });

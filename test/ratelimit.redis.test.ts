@@ -57,7 +57,7 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     inspect = new Redis(REDIS_URL);
     a = await instance(redisStore());
     b = await instance(redisStore());
-    // Let both clients finish connecting: commands fail fast (and the limiter lets requests through) until then.
+    // Let both clients finish connecting: commands fail fast (and each limiter counts in its own memory) until then.
     await Promise.all(clients.map((c) => (c.status === 'ready' ? null : new Promise((r) => c.once('ready', r)))));
   });
   afterAll(async () => {
@@ -105,21 +105,5 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     for (let i = 0; i < FAILURES; i++) expectError(await a.inject({ url: API, headers: bearer(newRawKey()), remoteAddress: ip }), 401, 'unauthorized');
     expectError(await b.inject({ url: API, headers: bearer(s.key), remoteAddress: ip }), 429, 'rate_limited');
     expect((await b.inject({ url: API, headers: bearer(s.key), remoteAddress: '203.0.113.51' })).statusCode).toBe(200);
-  });
-
-  it('when Redis cannot be reached, requests go through unlimited and the trouble is reported', async () => {
-    const warnings: string[] = [];
-    const down = await instance(redisStore('redis://127.0.0.1:1'), warnings);
-    try {
-      const s = await down.shopWithKey();
-      for (let i = 0; i < PER_SHOP + 2; i++) {
-        const res = await down.inject({ url: API, headers: bearer(s.key) });
-        expect(res.statusCode).toBe(200);
-        expect(res.headers['ratelimit-limit']).toBeUndefined();
-      }
-      expect(warnings.length).toBeGreaterThan(0);
-    } finally {
-      await down.close();
-    }
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.js';
 import { newRawKey } from '../src/domain/keys.js';
-import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
+import { connectRedis, MemoryRateLimitStore, RedisRateLimitStore } from '../src/http/rateLimitStore.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { generateKey } from '../src/services/generateKey.js';
@@ -257,6 +257,41 @@ describe('without limits configured', () => {
       }
     } finally {
       await plain.close();
+    }
+  });
+});
+
+describe('with Redis configured but unreachable', () => {
+  it('both limits still hold, counted in this process, and the trouble is reported: never unlimited', async () => {
+    nextWindow();
+    const warnings: string[] = [];
+    // A closed port: every command fails at once.
+    const client = connectRedis('redis://127.0.0.1:1', () => {});
+    const down = await startTestApp({
+      clock,
+      database,
+      appDeps: {
+        rateLimit: {
+          perMinute: PER_SHOP,
+          authFailuresPerMinute: FAILURES,
+          store: new RedisRateLimitStore(client, 'svc-test-down:'),
+          onStoreError: (err) => warnings.push(err.message),
+        },
+      },
+    });
+    try {
+      const ip = '198.51.100.77';
+      const s = await down.shopWithKey();
+      for (let i = 0; i < FAILURES; i++) expectError(await down.inject({ url: API, headers: bearer(strangerKey()), remoteAddress: ip }), 401, 'unauthorized');
+      const refused = await down.inject({ url: API, headers: bearer(s.key), remoteAddress: ip });
+      expectError(refused, 429, 'rate_limited');
+      expect(refused.headers['retry-after']).toBeDefined();
+      for (let i = 0; i < PER_SHOP; i++) expect((await down.inject({ url: API, headers: bearer(s.key) })).statusCode).toBe(200);
+      expectError(await down.inject({ url: API, headers: bearer(s.key) }), 429, 'rate_limited');
+      expect(warnings.length).toBeGreaterThan(0);
+    } finally {
+      await down.close();
+      client.disconnect();
     }
   });
 });

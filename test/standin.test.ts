@@ -290,6 +290,7 @@ describe('webhooks', () => {
     const hooks = await gql('{ webhookSubscriptions(first: 10) { nodes { topic uri format } } }');
     expect(hooks.body.data.webhookSubscriptions.nodes.map((w: { topic: string }) => w.topic)).toEqual(['APP_SUBSCRIPTIONS_UPDATE', 'APP_UNINSTALLED']);
 
+    const refresh = (await exchangeToken(standIn, shop)).body.refresh_token as string;
     standIn.uninstall(shop);
     standIn.sendCompliance(shop, 'customers/redact', { customer: { id: 7, email: 'ada@example.com' }, orders: [1] });
     await standIn.webhooks.flush();
@@ -298,7 +299,10 @@ describe('webhooks', () => {
     expect(byTopic['app_subscriptions/update'].app_subscription).toMatchObject({ admin_graphql_api_id: created.appSubscription.id, status: 'ACTIVE', currency: 'USD' });
     expect(byTopic['app/uninstalled']).toMatchObject({ myshopify_domain: shop, domain: shop });
     expect(byTopic['customers/redact']).toMatchObject({ shop_domain: shop, customer: { id: 7, email: 'ada@example.com', phone: null }, orders_to_redact: [1] });
+    // Every token of the shop is dead: the access token answers 401, its refresh is refused, no exchange is made.
     expect((await gql('{ shop { id } }')).status).toBe(401);
+    expect((await gql('{ currentAppInstallation { id } }')).body).toEqual({ errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' });
+    expect(await refreshToken(standIn, shop, refresh)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect((await exchangeToken(standIn, shop)).status).toBe(400);
   });
 });

@@ -9,8 +9,9 @@ import { shops as shopsTable } from '../db/schema.js';
 import { EmbeddedDatabaseInUse } from '../db/embeddedLock.js';
 import { ServiceError } from '../domain/errors.js';
 import { shopifyPlatform, type Shopify } from '../platform/shopify/index.js';
-import { exportCustomer } from '../platform/shopify/privacy.js';
+import { exportCustomer } from '../services/privacy.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../services/context.js';
+import { createDiscountCode, seedProducts } from '../services/catalog.js';
 import { seedContracts } from '../services/seedContracts.js';
 import { loadAppCredentials, signSessionToken } from '../services/sessionTokens.js';
 import { listShops, provisionShop, setShopPlan, shopApiAccess } from '../services/shops.js';
@@ -22,6 +23,9 @@ Commands:
   shops set-plan <shop> <plan>            Set a shop's plan (creates the shop if needed); "enterprise" grants API access
   contracts seed <shop> [--count N] [--json]
                                           Create N (default 10) realistic ACTIVE contracts; --json prints only them
+  products seed <shop>                    Create the shop's small catalog of variants (edits take titles and prices from it)
+  discounts create <shop> <code> <percent>
+                                          Create a discount code of the shop: <percent> off every order's lines
   admin-link <shop> [--ttl SECONDS]       Print a link to the Settings → API screen with a fresh session token
   migrate                                 Apply pending database migrations
   mcp-stdio                               MCP server over stdio for IDEs (reads SVC_API_KEY and SVC_BASE_URL)
@@ -136,6 +140,20 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
     });
     if (values.json) io.out(JSON.stringify(created, null, 2));
     else io.out(`Created ${created.length} contracts for ${shop} (ids ${created[0].id}…${created[created.length - 1].id}).`);
+    return 0;
+  }
+  if (cmd === 'products' && sub === 'seed') {
+    const [shop, extra] = rest;
+    if (!shop || extra !== undefined) return usageError(io, 'products seed <shop>');
+    const variants = await withContext(config, async (ctx) => seedProducts(ctx, (await provisionShop({ ctx, input: { domain: shop } })).id));
+    for (const v of variants) io.out(`${v.id}\t${v.price} ${v.currencyCode}\t${v.title}`);
+    return 0;
+  }
+  if (cmd === 'discounts' && sub === 'create') {
+    const [shop, code, percent, extra] = rest;
+    if (!shop || !code || !percent || extra !== undefined) return usageError(io, 'discounts create <shop> <code> <percent>');
+    await withContext(config, async (ctx) => createDiscountCode(ctx, { shopId: (await provisionShop({ ctx, input: { domain: shop } })).id, code, percentage: Number(percent) }));
+    io.out(`${shop} has the discount code ${code}: ${Number(percent)} % off every order's lines.`);
     return 0;
   }
   if (cmd === 'admin-link') {

@@ -1,6 +1,6 @@
 import type { Batcher } from './batcher.js';
 import type { Database } from './client.js';
-import { optimisticWrites } from './commitContractChange.js';
+import { contractWrites } from './contractWrites.js';
 import { contractRows } from './contractRows.js';
 import { keyRows } from './keyRows.js';
 
@@ -13,6 +13,6 @@ export function batchedStatements(db: Database): Record<string, Batcher<never, u
     keyStates: keys.states,
     contractsOfShops: contracts.ofShop,
     contractsWithKeyStates: contracts.withKeyState,
-    contractChanges: optimisticWrites(db),
+    contractChanges: contractWrites(db),
   } as unknown as Record<string, Batcher<never, unknown>>;
 }

@@ -1,5 +1,6 @@
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database } from './client.js';
+import { CONTRACT_COLUMNS } from './contractColumns.js';
 import type { ContractRow } from './schema.js';
 
 /**
@@ -8,13 +9,7 @@ import type { ContractRow } from './schema.js';
  * both drivers give the same row.
  */
 
-export const CONTRACT_COLUMNS = `
-  c.id::text AS id, c.shop_id::text AS "shopId", c.status, c.customer_id AS "customerId",
-  c.customer_email AS "customerEmail", c.billing_interval AS "billingInterval",
-  c.billing_interval_count AS "billingIntervalCount", c.next_billing_date AS "nextBillingDate", c.lines,
-  c.paused_at AS "pausedAt", c.resume_at AS "resumeAt", c.cancelled_at AS "cancelledAt",
-  c.cancellation_reason AS "cancellationReason", c.created_at AS "createdAt", c.updated_at AS "updatedAt", c.version,
-  c.platform_revision::text AS "platformRevision", c.platform_updated_at AS "platformUpdatedAt"`;
+export { CONTRACT_COLUMNS };
 
 /** The state that decides whether a key may be used now: read by the request, never cached. */
 export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean };

@@ -1,4 +1,7 @@
 import { sql } from 'drizzle-orm';
+import type { ContractStatus, Discount, Line, ShippingAddress, Totals } from '../domain/contract.js';
+import type { Money } from '../domain/money.js';
+import type { Interval } from '../domain/time.js';
 import {
   boolean,
   customType,
@@ -31,17 +34,20 @@ const numericText = customType<{ data: string; driverData: string | number }>({
   toDriver: (value) => value,
 });
 
+/** bytea (a digest), read and written as a Buffer. */
+const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
+  dataType: () => 'bytea',
+  fromDriver: (value) => Buffer.from(value),
+  toDriver: (value) => value,
+});
+
 /** Marks a column the database fills (identity): drizzle then inserts DEFAULT for it. */
 const filledByDatabase = sql`identity`;
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
-export type LineItem = {
-  title: string;
-  variantId: string;
-  quantity: number;
-  price: { amount: string; currencyCode: string };
-};
+/** A contract line as stored (domain/contract.ts Line). */
+export type LineItem = Line;
 
 export const shops = pgTable('shops', {
   id: bigintId('id').primaryKey().default(filledByDatabase),
@@ -79,13 +85,21 @@ export const contracts = pgTable(
     shopId: bigintId('shop_id')
       .notNull()
       .references(() => shops.id),
-    status: text('status').notNull(),
+    status: text('status').$type<ContractStatus>().notNull(),
     customerId: text('customer_id').notNull(),
     customerEmail: text('customer_email').notNull(),
-    billingInterval: text('billing_interval').notNull(),
+    billingInterval: text('billing_interval').$type<Interval>().notNull(),
     billingIntervalCount: integer('billing_interval_count').notNull(),
+    // The whole contract (migration 0011): the delivery policy, what is delivered where, discounts, totals.
+    deliveryInterval: text('delivery_interval').$type<Interval>().notNull(),
+    deliveryIntervalCount: integer('delivery_interval_count').notNull(),
     nextBillingDate: ts('next_billing_date').notNull(),
-    lines: jsonb('lines').$type<LineItem[]>().notNull(),
+    lines: jsonb('lines').$type<Line[]>().notNull(),
+    shippingAddress: jsonb('shipping_address').$type<ShippingAddress | null>(),
+    deliveryPrice: jsonb('delivery_price').$type<Money | null>(),
+    discounts: jsonb('discounts').$type<Discount[]>().notNull().default([]),
+    // Written with every change of what they are made of: domain/contract.ts totalsOf.
+    totals: jsonb('totals').$type<Totals>().notNull(),
     pausedAt: ts('paused_at'),
     resumeAt: ts('resume_at'),
     cancelledAt: ts('cancelled_at'),
@@ -247,6 +261,8 @@ export const platformInstallations = pgTable('platform_installations', {
   syncedUntil: ts('synced_until'),
   lastSyncAt: ts('last_sync_at'),
   updatedAt: ts('updated_at').notNull(),
+  /** Migration 0016: when the platform last refused the shop's access token and its refresh (an uninstall). */
+  accessRefusedAt: ts('access_refused_at'),
 });
 export type PlatformInstallationRow = typeof platformInstallations.$inferSelect;
 
@@ -261,6 +277,8 @@ export const platformWebhooks = pgTable('platform_webhooks', {
   leaseUntil: ts('lease_until'),
   processedAt: ts('processed_at'),
   lastError: text('last_error'),
+  /** Migration 0016: sha256 of (topic, shop, raw body), unique: a signed body sent again is a duplicate. */
+  bodyDigest: bytea('body_digest'),
 });
 export type PlatformWebhookRow = typeof platformWebhooks.$inferSelect;
 

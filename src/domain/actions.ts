@@ -1,99 +1,51 @@
 import { z } from 'zod';
-import { ServiceError, invalidInput, invalidRequest, issuesToDetails, type ErrorDetail } from './errors.js';
-import { StoredText } from './text.js';
-import { addYears, parseUtcTimestamp, UtcTimestamp } from './time.js';
-
-const FutureTimestamp = (what: string) =>
-  UtcTimestamp.describe(`${what}: ISO 8601 in UTC ending in Z, strictly in the future and at most 5 years ahead.`);
-
-export const PauseAction = z
-  .strictObject({
-    action: z.literal('pause'),
-    resumeAt: FutureTimestamp('When the contract resumes by itself').optional(),
-  })
-  .meta({ title: 'PauseAction', description: 'Pause; without resumeAt the contract stays paused until resumed.' });
-export type PauseAction = z.infer<typeof PauseAction>;
-
-export const ResumeAction = z
-  .strictObject({ action: z.literal('resume') })
-  .meta({ title: 'ResumeAction', description: 'Resume now; a past next billing date moves to the first one after now.' });
-export type ResumeAction = z.infer<typeof ResumeAction>;
-
-export const CancelAction = z
-  .strictObject({
-    action: z.literal('cancel'),
-    reason: StoredText(500).optional().describe('Why the contract was cancelled, up to 500 characters.'),
-  })
-  .meta({ title: 'CancelAction', description: 'Cancel the contract. Final.' });
-export type CancelAction = z.infer<typeof CancelAction>;
-
-export const SkipAction = z
-  .strictObject({ action: z.literal('skip') })
-  .meta({ title: 'SkipAction', description: 'Skip the next order: the next billing date moves one interval forward.' });
-export type SkipAction = z.infer<typeof SkipAction>;
-
-export const RescheduleAction = z
-  .strictObject({
-    action: z.literal('reschedule'),
-    nextBillingDate: FutureTimestamp('The new next billing date'),
-  })
-  .meta({ title: 'RescheduleAction', description: 'Set the next billing date.' });
-export type RescheduleAction = z.infer<typeof RescheduleAction>;
-
-export const ContractAction = z.discriminatedUnion('action', [
-  PauseAction,
-  ResumeAction,
-  CancelAction,
-  SkipAction,
-  RescheduleAction,
-]);
-export type ContractAction = z.infer<typeof ContractAction>;
-
-export const ACTION_NAMES = ['pause', 'resume', 'cancel', 'skip', 'reschedule'] as const;
-const SCHEMAS = {
-  pause: PauseAction,
-  resume: ResumeAction,
-  cancel: CancelAction,
-  skip: SkipAction,
-  reschedule: RescheduleAction,
-} as const;
+import { ServiceError, invalidInput, invalidRequest, issuesToDetails } from './errors.js';
+import { checkCommand } from './commands/plan.js';
+import { ACTION_COMMANDS, ACTION_NAMES, type ActionName, type Command } from './commands/registry.js';
 
 /**
- * Validates an action body: object shape, a known `action` (else unsupported_action listing them), only that
- * action's fields, and timestamps strictly in the future and at most 5 years ahead of `now`.
+ * The body of POST …/actions: `{ "action": <name>, …the fields of that command }`, for each command of the
+ * registry's ACTION_COMMANDS. The schemas below are made from the commands' own input schemas, so the API, the
+ * OpenAPI document and MCP share one definition.
  */
-export function parseContractAction(body: unknown, now: Date): ContractAction {
+
+const title = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}Action`;
+
+/** The body schema of one action: `action` and that command's fields, nothing else. */
+function actionBody<N extends ActionName>(name: N) {
+  const input = ACTION_COMMANDS[name].input as z.ZodObject;
+  return z
+    .strictObject({ action: z.literal(name), ...input.shape })
+    .meta({ title: title(name), description: (input.meta()?.description as string | undefined) ?? name });
+}
+
+export const ACTION_BODIES = Object.fromEntries(ACTION_NAMES.map((n) => [n, actionBody(n)])) as { [N in ActionName]: ReturnType<typeof actionBody<N>> };
+
+export const ContractAction = z.discriminatedUnion(
+  'action',
+  ACTION_NAMES.map((n) => ACTION_BODIES[n]) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);
+
+/**
+ * Validates an action body: a JSON object, a known `action` (else unsupported_action listing them), only that
+ * action's fields, and its checks that need the time (timestamps strictly in the future, at most 5 years ahead).
+ * Returns the command to run.
+ */
+export function parseContractAction(body: unknown, now: Date): Command {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidRequest('The request body must be a JSON object with an "action" field.', [
-      { path: '', message: 'expected a JSON object' },
-    ]);
+    throw invalidRequest('The request body must be a JSON object with an "action" field.', [{ path: '', message: 'expected a JSON object' }]);
   }
   const name = (body as Record<string, unknown>).action;
   if (typeof name !== 'string') {
-    throw invalidRequest('The "action" field is required and must be a string.', [
-      { path: 'action', message: `required: one of ${ACTION_NAMES.join(', ')}` },
-    ]);
+    throw invalidRequest('The "action" field is required and must be a string.', [{ path: 'action', message: `required: one of ${ACTION_NAMES.join(', ')}` }]);
   }
   if (!(ACTION_NAMES as readonly string[]).includes(name)) {
-    throw new ServiceError(
-      'unsupported_action',
-      `Unsupported action "${name.slice(0, 40)}". Supported actions: ${ACTION_NAMES.join(', ')}.`,
-    );
+    throw new ServiceError('unsupported_action', `Unsupported action "${name.slice(0, 40)}". Supported actions: ${ACTION_NAMES.join(', ')}.`);
   }
-  const parsed = SCHEMAS[name as keyof typeof SCHEMAS].safeParse(body);
-  if (!parsed.success) {
-    throw invalidInput(issuesToDetails(parsed.error.issues));
-  }
-  const action = parsed.data as ContractAction;
-  const horizon = addYears(now, 5);
-  const details: ErrorDetail[] = [];
-  for (const field of ['resumeAt', 'nextBillingDate'] as const) {
-    const value = (action as Record<string, unknown>)[field];
-    if (typeof value !== 'string') continue;
-    const at = parseUtcTimestamp(value)!;
-    if (at.getTime() <= now.getTime()) details.push({ path: field, message: 'must be in the future' });
-    else if (at.getTime() > horizon.getTime()) details.push({ path: field, message: 'must be at most 5 years ahead' });
-  }
-  if (details.length) throw invalidInput(details);
-  return action;
+  const parsed = ACTION_BODIES[name as ActionName].safeParse(body);
+  if (!parsed.success) throw invalidInput(issuesToDetails(parsed.error.issues));
+  const { action: _action, ...input } = parsed.data as Record<string, unknown>;
+  const command = { name, input } as Command;
+  checkCommand(command, now);
+  return command;
 }

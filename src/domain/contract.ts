@@ -1,55 +1,87 @@
 import { z } from 'zod';
-import { ServiceError } from './errors.js';
-import { addInterval, iso, parseUtcTimestamp, type Interval } from './time.js';
-import type { ContractAction } from './actions.js';
+import { currencyDigits, fromUnits, percentOf, toUnits, type Money } from './money.js';
+import { addInterval, type Interval } from './time.js';
 
 export const ContractStatus = z.enum(['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED']);
 export type ContractStatus = z.infer<typeof ContractStatus>;
 export const BillingInterval = z.enum(['DAY', 'WEEK', 'MONTH', 'YEAR']);
 
-/** The mutable part of a contract that actions read and write. */
+/** One line of a contract: what is delivered each cycle. `id` is stable for the line's life (edits name it). */
+export type Line = { id: string; title: string; variantId: string; quantity: number; price: Money };
+
+export type ShippingAddress = {
+  firstName: string;
+  lastName: string;
+  address1: string;
+  address2?: string | null;
+  city: string;
+  provinceCode?: string | null;
+  zip: string;
+  countryCode: string;
+  phone?: string | null;
+};
+
+export type DiscountValue = { type: 'percentage'; percentage: number } | { type: 'fixed_amount'; amount: Money };
+export type Discount = { id: string; title: string; code: string | null; value: DiscountValue };
+
+export type Totals = { subtotal: string; discounts: string; shipping: string; total: string; currencyCode: string };
+
+/**
+ * Where a contract stands in its billing (renewals): `ok`, `retrying` after a failed attempt, or `action_required`
+ * while the customer must authenticate. `pendingAttemptId`: an attempt of the current cycle awaits its outcome.
+ */
+export type BillingStatus = 'ok' | 'retrying' | 'action_required';
+
+/**
+ * The whole contract as the domain reads and writes it: status and dates, what is delivered (lines, shipping
+ * address, delivery price, discounts, with their totals), how often (billing and delivery policy), who to (the
+ * customer), and where its billing stands. Flat, with the names of the row's columns, so a stored row is a state and
+ * every command's `decide` works on the same shape in both modes.
+ */
 export type ContractState = {
   status: ContractStatus;
+  customerId: string;
+  customerEmail: string;
   billingInterval: Interval;
   billingIntervalCount: number;
+  deliveryInterval: Interval;
+  deliveryIntervalCount: number;
   nextBillingDate: Date;
   pausedAt: Date | null;
   resumeAt: Date | null;
   cancelledAt: Date | null;
   cancellationReason: string | null;
+  lines: Line[];
+  shippingAddress: ShippingAddress | null;
+  deliveryPrice: Money | null;
+  discounts: Discount[];
+  totals: Totals;
 };
 
-/** The state part of a contract (of a row, say), as a state of its own: what planning copies and changes. */
+/** The state part of a contract (of a row, say), as a state of its own: what a command copies and changes. */
 export function stateOf(c: ContractState): ContractState {
   return {
     status: c.status,
+    customerId: c.customerId,
+    customerEmail: c.customerEmail,
     billingInterval: c.billingInterval,
     billingIntervalCount: c.billingIntervalCount,
+    deliveryInterval: c.deliveryInterval,
+    deliveryIntervalCount: c.deliveryIntervalCount,
     nextBillingDate: c.nextBillingDate,
     pausedAt: c.pausedAt,
     resumeAt: c.resumeAt,
     cancelledAt: c.cancelledAt,
     cancellationReason: c.cancellationReason,
+    lines: c.lines,
+    shippingAddress: c.shippingAddress,
+    deliveryPrice: c.deliveryPrice,
+    discounts: c.discounts,
+    totals: c.totals,
   };
 }
 
-export type ActionName = ContractAction['action'];
-
-/** Which statuses each action may start from (PRODUCT §3). */
-export const ALLOWED_FROM: Record<ActionName, readonly ContractStatus[]> = {
-  pause: ['ACTIVE', 'PAUSED'],
-  resume: ['PAUSED', 'FAILED'],
-  cancel: ['ACTIVE', 'PAUSED', 'FAILED'],
-  skip: ['ACTIVE'],
-  reschedule: ['ACTIVE', 'PAUSED'],
-};
-
-export type Transition = {
-  state: ContractState;
-  event: { type: string; from: ContractStatus; to: ContractStatus; data: Record<string, unknown> };
-};
-
-/** True when a paused contract's resume moment has come: every read and action treats it as resumed. */
+/** True when a paused contract's resume moment has come: every read and command treats it as resumed. */
 export function isResumeDue(state: Pick<ContractState, 'status' | 'resumeAt'>, now: Date): boolean {
   return state.status === 'PAUSED' && state.resumeAt !== null && state.resumeAt.getTime() <= now.getTime();
 }
@@ -65,65 +97,28 @@ export function nextBillingAfter(date: Date, interval: Interval, count: number, 
   return addInterval(date, interval, count * n);
 }
 
-/**
- * The contract state machine: applies one action, or throws 409 invalid_state. Pure; the caller holds the row lock
- * and writes the result and its event in one transaction.
- */
-export function applyAction(state: ContractState, action: ContractAction, now: Date): Transition {
-  const allowed = ALLOWED_FROM[action.action];
-  if (!allowed.includes(state.status)) {
-    throw new ServiceError(
-      'invalid_state',
-      `Cannot ${action.action} a contract that is ${state.status}; ${action.action} is allowed only from ${allowed.join(' or ')}.`,
-    );
-  }
-  const from = state.status;
-  const next = stateOf(state);
-  switch (action.action) {
-    case 'pause': {
-      const alreadyPaused = from === 'PAUSED';
-      next.status = 'PAUSED';
-      next.pausedAt = alreadyPaused && state.pausedAt ? state.pausedAt : now;
-      next.resumeAt = action.resumeAt ? parseUtcTimestamp(action.resumeAt) : null;
-      return {
-        state: next,
-        event: {
-          type: alreadyPaused ? 'contract.pause_updated' : 'contract.paused',
-          from,
-          to: 'PAUSED',
-          data: { resumeAt: iso(next.resumeAt), previousResumeAt: alreadyPaused ? iso(state.resumeAt) : undefined },
-        },
-      };
-    }
-    case 'resume': {
-      next.status = 'ACTIVE';
-      next.pausedAt = null;
-      next.resumeAt = null;
-      next.nextBillingDate = nextBillingAfter(state.nextBillingDate, state.billingInterval, state.billingIntervalCount, now);
-      return {
-        state: next,
-        event: { type: 'contract.resumed', from, to: 'ACTIVE', data: billingChange(state, next) },
-      };
-    }
-    case 'cancel': {
-      next.status = 'CANCELLED';
-      next.cancelledAt = now;
-      next.cancellationReason = action.reason ?? null;
-      next.pausedAt = null;
-      next.resumeAt = null;
-      return { state: next, event: { type: 'contract.cancelled', from, to: 'CANCELLED', data: { reason: next.cancellationReason } } };
-    }
-    case 'skip': {
-      next.nextBillingDate = addInterval(state.nextBillingDate, state.billingInterval, state.billingIntervalCount);
-      return { state: next, event: { type: 'contract.skipped', from, to: from, data: billingChange(state, next) } };
-    }
-    case 'reschedule': {
-      next.nextBillingDate = parseUtcTimestamp(action.nextBillingDate)!;
-      return { state: next, event: { type: 'contract.rescheduled', from, to: from, data: billingChange(state, next) } };
-    }
-  }
-}
+/** The currency of a contract: its lines' (a contract bills in one currency), else its delivery price's, else EUR. */
+export const currencyOf = (s: Pick<ContractState, 'lines' | 'deliveryPrice'>): string => s.lines[0]?.price.currencyCode ?? s.deliveryPrice?.currencyCode ?? 'EUR';
 
-function billingChange(before: ContractState, after: ContractState) {
-  return { previousNextBillingDate: iso(before.nextBillingDate), nextBillingDate: iso(after.nextBillingDate) };
+/**
+ * What one cycle costs: the lines' subtotal, the discounts (each percentage of the subtotal, or a fixed amount per
+ * order; together never more than the subtotal), the delivery price, and the total. In the currency's minor units,
+ * so the figures add up exactly.
+ */
+export function totalsOf(s: Pick<ContractState, 'lines' | 'discounts' | 'deliveryPrice'>): Totals {
+  const currencyCode = currencyOf(s);
+  const scale = currencyDigits(currencyCode);
+  let subtotal = 0n;
+  for (const l of s.lines) subtotal += toUnits(l.price.amount, scale) * BigInt(l.quantity);
+  let discounts = 0n;
+  for (const d of s.discounts) discounts += d.value.type === 'percentage' ? percentOf(subtotal, d.value.percentage) : toUnits(d.value.amount.amount, scale);
+  if (discounts > subtotal) discounts = subtotal;
+  const shipping = s.deliveryPrice ? toUnits(s.deliveryPrice.amount, scale) : 0n;
+  return {
+    subtotal: fromUnits(subtotal, scale),
+    discounts: fromUnits(discounts, scale),
+    shipping: fromUnits(shipping, scale),
+    total: fromUnits(subtotal - discounts + shipping, scale),
+    currencyCode,
+  };
 }

@@ -16,18 +16,53 @@ const KEY_SHAPE = /^svc_live_[0-9A-Za-z]{49}$/;
 export const KEY_PATTERN_SOURCE = String.raw`\bsvc_live_[0-9A-Za-z]{49}\b`;
 
 /*
- * Where a key must never be (PRODUCT §5: logs, URLs, error texts), anything that starts like one counts, whole or
- * cut short, in any case, with its underscores percent-encoded: better a false alarm than a leak.
+ * Where a key must never be (logs, URLs, error texts), anything that starts like one counts, whole or cut short, in
+ * any case, and percent-encoded in any way (`%73vc_live_`, `svc%255flive_`): better a false alarm than a leak.
  */
-const MENTION = /svc(?:_|%5f)live(?:_|%5f)/i;
+const MENTION = /svc_live_/i;
 const ANYWHERE = /svc_live_[0-9A-Za-z]*/gi;
+/** A %XX escape of an ASCII character: what a key's characters (letters, digits, `_`) and `%` itself encode to. */
+const ASCII_ESCAPE = /%([0-7][0-9A-Fa-f])/g;
+/** Enough for any encoding a client, a proxy and a framework could stack up; past it the text counts as a mention. */
+const MAX_DECODING_ROUNDS = 8;
+/** A run of text without spaces, quotes or backslashes: a URL or a word, as a log line or a message holds it. */
+const RUN = /[^\s"'\\<>]+/g;
 
-/** True when the text holds anything that looks like an API key. */
-export const mentionsKey = (text: string): boolean => MENTION.test(text);
+/**
+ * The text with its percent-escapes of ASCII characters decoded, again and again until nothing changes, so that
+ * `svc%255flive_` reads `svc_live_`; null if it still changes after MAX_DECODING_ROUNDS. Each round that changes
+ * anything shortens the text, and the escapes of non-ASCII bytes are left alone (no key character is one), so a
+ * malformed escape cannot fail it.
+ */
+export function percentDecoded(text: string): string | null {
+  let out = text;
+  for (let round = 0; round < MAX_DECODING_ROUNDS; round++) {
+    const next = decodeOnce(out);
+    if (next === out) return out;
+    out = next;
+  }
+  return decodeOnce(out) === out ? out : null;
+}
 
-/** The text with every key (or piece of one) replaced: the last line of defence for logs and error messages. */
+const decodeOnce = (text: string) =>
+  text.includes('%') ? text.replace(ASCII_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))) : text;
+
+/** True when the text holds anything that looks like an API key, percent-encoded or not. */
+export function mentionsKey(text: string): boolean {
+  if (MENTION.test(text)) return true;
+  if (!text.includes('%')) return false;
+  const decoded = percentDecoded(text);
+  return decoded === null || MENTION.test(decoded);
+}
+
+/**
+ * The text with every key (or piece of one) replaced: the last line of defence for logs and error messages. A
+ * percent-encoded key is replaced with the whole run of text around it (a URL, say), as only its decoded form
+ * shows where the key is.
+ */
 export function scrubKeys(text: string): string {
-  return MENTION.test(text) ? text.replace(ANYWHERE, 'svc_live_[REDACTED]').replace(/svc%5flive%5f[0-9A-Za-z]*/gi, 'svc_live_[REDACTED]') : text;
+  const out = MENTION.test(text) ? text.replace(ANYWHERE, 'svc_live_[REDACTED]') : text;
+  return out.includes('%') ? out.replace(RUN, (run) => (run.includes('%') && mentionsKey(run) ? '[REDACTED]' : run)) : out;
 }
 
 export function base62(value: bigint, width: number): string {

@@ -1,24 +1,71 @@
 import { z } from 'zod';
-import type { ApiKeyRow, ContractEventRow, ContractRow } from '../db/schema.js';
-import { BillingInterval, ContractStatus } from './contract.js';
+import type { ApiKeyRow, ContractEventRow } from '../db/schema.js';
+import { BillingInterval, ContractStatus, type ContractState } from './contract.js';
+import { DecimalAmount, Money } from './money.js';
+
+export { Money };
 import { fingerprintOf } from './keys.js';
 import { iso, isoString } from './time.js';
 
 /** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
 const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
 
-export const Money = z.object({ amount: z.string().meta({ example: '24.00' }), currencyCode: z.string() });
+const Policy = (what: string) =>
+  z.object({ interval: BillingInterval, intervalCount: z.number().int() }).describe(`${what}: every intervalCount intervals.`);
+
+export const Line = z
+  .object({
+    id: z.string().meta({ description: 'Stable for the line\'s life: edits name the line by it.' }),
+    title: z.string(),
+    variantId: z.string(),
+    quantity: z.number().int(),
+    price: Money.describe('The unit price.'),
+  })
+  .meta({ id: 'ContractLine' });
+
+export const ShippingAddress = z
+  .object({
+    firstName: z.string(),
+    lastName: z.string(),
+    address1: z.string(),
+    address2: z.string().nullable().optional(),
+    city: z.string(),
+    provinceCode: z.string().nullable().optional(),
+    zip: z.string(),
+    countryCode: z.string(),
+    phone: z.string().nullable().optional(),
+  })
+  .meta({ id: 'ShippingAddressOut' });
+
+export const Discount = z
+  .object({
+    id: z.string(),
+    title: z.string(),
+    code: z.string().nullable(),
+    value: z.discriminatedUnion('type', [
+      z.object({ type: z.literal('percentage'), percentage: z.number() }),
+      z.object({ type: z.literal('fixed_amount'), amount: Money }),
+    ]),
+  })
+  .meta({ id: 'ContractDiscount' });
+
+export const Totals = z
+  .object({ subtotal: DecimalAmount, discounts: DecimalAmount, shipping: DecimalAmount, total: DecimalAmount, currencyCode: z.string() })
+  .describe('What one order of the contract costs: the lines\' subtotal, less the discounts, plus shipping.')
+  .meta({ id: 'ContractTotals' });
 
 export const Contract = z
   .object({
     id: z.string().meta({ example: '4242' }),
     status: ContractStatus,
     customer: z.object({ id: z.string(), email: z.string() }),
-    billingPolicy: z.object({ interval: BillingInterval, intervalCount: z.number().int() }),
+    billingPolicy: Policy('How often the contract bills'),
+    deliveryPolicy: Policy('How often the contract delivers'),
     nextBillingDate: Timestamp,
-    lines: z.array(
-      z.object({ title: z.string(), variantId: z.string(), quantity: z.number().int(), price: Money }),
-    ),
+    lines: z.array(Line),
+    shippingAddress: ShippingAddress.nullable(),
+    discounts: z.array(Discount),
+    totals: Totals,
     pausedAt: Timestamp.nullable(),
     resumeAt: Timestamp.nullable(),
     cancelledAt: Timestamp.nullable(),
@@ -67,21 +114,25 @@ export const ApiKey = z
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof ApiKey>;
 
-/** A contract's state fields as a row or a planned state holds them (domain/contract.ts ContractState). */
-type StateFields = Pick<ContractRow, 'status' | 'nextBillingDate' | 'pausedAt' | 'resumeAt' | 'cancelledAt' | 'cancellationReason'>;
+/** What a contract is beyond its state: its id and its times (a row, say). */
+type ContractMeta = { id: string; createdAt: Date; updatedAt: Date };
 
 /**
- * The contract as clients see it: the row, with `state` for the state fields when given (the contract right after one
- * of a change's events, before the row is written).
+ * The contract as clients see it: the row, with `state` for the state when given (the contract right after one of a
+ * change's events, before the row is written).
  */
-export function toContract(row: ContractRow, state: StateFields = row): Contract {
+export function toContract(row: ContractMeta & ContractState, state: ContractState = row): Contract {
   return {
     id: row.id,
-    status: state.status as Contract['status'],
-    customer: { id: row.customerId, email: row.customerEmail },
-    billingPolicy: { interval: row.billingInterval as Contract['billingPolicy']['interval'], intervalCount: row.billingIntervalCount },
+    status: state.status,
+    customer: { id: state.customerId, email: state.customerEmail },
+    billingPolicy: { interval: state.billingInterval, intervalCount: state.billingIntervalCount },
+    deliveryPolicy: { interval: state.deliveryInterval, intervalCount: state.deliveryIntervalCount },
     nextBillingDate: isoString(state.nextBillingDate),
-    lines: row.lines,
+    lines: state.lines,
+    shippingAddress: state.shippingAddress,
+    discounts: state.discounts,
+    totals: state.totals,
     pausedAt: iso(state.pausedAt),
     resumeAt: iso(state.resumeAt),
     cancelledAt: iso(state.cancelledAt),

@@ -1,22 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { CONTRACT_EVENT_TYPES } from './commands/registry.js';
 import { isStorableText, StoredText } from './text.js';
 
 /** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
 
-/** Every contract event type of PRODUCT §3, what an endpoint may subscribe to. */
-export const WEBHOOK_EVENT_TYPES = [
-  'contract.paused',
-  'contract.pause_updated',
-  'contract.resumed',
-  'contract.cancelled',
-  'contract.skipped',
-  'contract.rescheduled',
-  'contract.created',
-  'contract.updated',
-  'contract.expired',
-  'contract.failed',
-] as const;
+/** Every event type an endpoint may subscribe to: each event a contract command records (the registry's list). */
+export const WEBHOOK_EVENT_TYPES = CONTRACT_EVENT_TYPES;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
 import { AuthError, KeyCache, assertKeyUsable, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
-import { assertMayChange, callerPendingConfirmation, confirmPending, type Caller } from '../services/caller.js';
+import { assertMayChange, callerPendingConfirmation, confirmPending, isPendingConfirmation, UnconfirmedCaller, type Caller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
+import { errorEnvelope } from '../domain/errors.js';
 import { sendError, toServiceError } from './errors.js';
 import { appendHook } from './hooks.js';
 import type { AppMetrics } from './metrics.js';
@@ -122,7 +123,7 @@ export function installApiKeyGate(
     if (!limits) return;
     // A refusal shows the IP's allowance of failed lookups, and an unknown or revoked key uses one up.
     const s = err.reason === 'unknown' || err.reason === 'revoked' ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
-    if (s) setLimitHeaders(reply, s);
+    setLimitHeaders(reply, s);
   };
 
   /** The key is usable: may it do this, then the shop's limit; then it counts as used. Throws the refusal. */
@@ -130,12 +131,10 @@ export function installApiKeyGate(
     if (changes) assertMayChange(key);
     if (limits) {
       const s = await limits.perShop.consume(key.shopId);
-      if (s) {
-        setLimitHeaders(reply, s);
-        if (s.exceeded) {
-          metrics?.rateLimited('shop');
-          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
-        }
+      setLimitHeaders(reply, s);
+      if (s.exceeded) {
+        metrics?.rateLimited('shop');
+        throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
       }
     }
     const touching = cache.noteUse(ctx, key.digest);
@@ -160,12 +159,10 @@ export function installApiKeyGate(
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
     if (!cached && limits) {
       const s = await limits.failures.peek(req.ip);
-      if (s) {
-        setLimitHeaders(reply, s);
-        if (s.exceeded && typeof digest === 'string') {
-          metrics?.rateLimited('auth_failures');
-          return sendError(reply, rateLimited(s, 'Too many failed authentications from this address.'));
-        }
+      setLimitHeaders(reply, s);
+      if (s.exceeded && typeof digest === 'string') {
+        metrics?.rateLimited('auth_failures');
+        return sendError(reply, rateLimited(s, 'Too many failed authentications from this address.'));
       }
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
@@ -197,9 +194,21 @@ export function installApiKeyGate(
     req.caller = callerOf(req, key);
   };
 
+  /**
+   * The last word on a route whose key a contract read confirms (services/caller.ts): an answer that would leave while
+   * the confirmation never ran is refused with 401 instead, whatever the route did. Fail closed by construction.
+   */
+  const unconfirmedGuard = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (!req.caller || reply.statusCode >= 400 || !isPendingConfirmation(req.caller)) return payload;
+    req.log.error({ route: req.routeOptions.url }, 'an answer was about to leave for a key never confirmed: refused');
+    reply.code(401).header('content-type', 'application/json; charset=utf-8').header('www-authenticate', 'Bearer');
+    return JSON.stringify(errorEnvelope(new UnconfirmedCaller(), String(req.id)));
+  };
+
   app.addHook('onRoute', (route) => {
     if (!usesApiKey(route.url)) return;
     route.onRequest = appendHook(route.onRequest, (req: FastifyRequest, reply: FastifyReply) => gate(req, reply, true));
+    if ((route.config as { apiKey?: { confirmedByRead?: boolean } } | undefined)?.apiKey?.confirmedByRead) route.onSend = appendHook(route.onSend, unconfirmedGuard);
   });
 
   return {

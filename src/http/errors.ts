@@ -8,6 +8,10 @@ import { isDatabaseUnavailable } from '../db/client.js';
 import { errorEnvelope, invalidInput, MESSAGES, ServiceError, type ErrorDetail } from '../domain/errors.js';
 import { mentionsKey } from '../domain/keys.js';
 
+/** A key in a URL ends up in proxies' and browsers' histories: the request is refused, and its URL never logged. */
+export const keyInUrl = (): ServiceError =>
+  new ServiceError('key_in_url', 'An API key must never be sent in a URL. Send it only in the Authorization header, and revoke this key: it may have been exposed.');
+
 /** The envelope of every error on every surface (PRODUCT §4). */
 export const ErrorEnvelope = z
   .object({
@@ -22,19 +26,25 @@ export const ErrorEnvelope = z
 
 export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
+  // Answered before the request's body has arrived (a refusal by the key gate or the admin's session check, a body
+  // too large): the connection closes after the answer, so a client cannot go on trickling a body nobody will read
+  // (Node would otherwise read it to its end, to keep the connection). Injected requests have no `complete`.
+  if (reply.request.raw.complete === false) reply.header('connection', 'close');
   return reply.code(err.status).type('application/json; charset=utf-8').send(errorEnvelope(err, String(reply.request.id)));
 }
 
 function validationDetails(err: FastifyError): ErrorDetail[] {
   const context = (err as { validationContext?: string }).validationContext;
-  return (err.validation ?? []).map((v) => {
-    const params = v.params as { issue?: { code?: string; keys?: string[] } } | undefined;
+  return (err.validation ?? []).flatMap((v) => {
+    const params = v.params as { keys?: string[]; issue?: { code?: string; keys?: string[] } } | undefined;
     const where = String(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
     const path = where === '' && context === 'params' ? 'contract_id' : where;
-    if (params?.issue?.code === 'unrecognized_keys') {
-      return { path: params.issue.keys?.join(', ') ?? path, message: 'unknown parameter' };
+    // Unknown parameters are named one by one (fastify-type-provider-zod reports them as the keyword with `keys`).
+    const unknown = v.keyword === 'unrecognized_keys' ? params?.keys : params?.issue?.code === 'unrecognized_keys' ? params.issue.keys : undefined;
+    if (unknown?.length) {
+      return unknown.map((key) => ({ path: where ? `${where}.${key}` : key, message: context === 'body' ? `unknown field "${key}"` : 'unknown parameter' }));
     }
-    return { path, message: v.message ?? 'is invalid' };
+    return [{ path, message: v.message ?? 'is invalid' }];
   });
 }
 
@@ -44,6 +54,13 @@ export function toServiceError(err: unknown, req: FastifyRequest): ServiceError 
   const fe = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fe)) {
     return invalidInput(validationDetails(fe));
+  }
+  // The request's connection was closed with a 408 while its body was being read (clientErrorHandler): whatever
+  // reading it raised, that is what the request got.
+  if (requestTimedOut(req)) {
+    // Its response cannot go out (the connection is closed), so no access line follows: this is the request's line.
+    req.log.info({ method: req.method, statusCode: 408 }, 'request timed out: its body did not arrive in full in time');
+    return new ServiceError('request_timeout', REQUEST_TIMEOUT_MESSAGE);
   }
   if (fe?.statusCode === 413 || fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return new ServiceError('payload_too_large', 'The request body is larger than 16 KiB.');
@@ -118,29 +135,70 @@ export function registerErrorHandling(
   return notFound;
 }
 
+/** Where a request's id is kept on Node's own request, for an answer given below the framework (a 408). */
+const REQUEST_ID = Symbol('svc.requestId');
+
+/** Fastify's genReqId: a UUID, kept on the raw request too. */
+export function newRequestId(raw: object): string {
+  return ((raw as { [REQUEST_ID]?: string })[REQUEST_ID] = randomUUID());
+}
+
+/** An error answered on the socket itself, below the framework: the envelope, X-Request-Id, and `Connection: close`. */
+export function rawErrorResponse(
+  status: number,
+  reason: string,
+  err: ServiceError,
+  opts: { headers?: Record<string, string>; requestId?: string } = {},
+): string {
+  const requestId = opts.requestId ?? randomUUID();
+  const body = JSON.stringify(errorEnvelope(err, requestId));
+  const extra = Object.entries({ ...err.headers, ...opts.headers })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `X-Request-Id: ${requestId}\r\n${extra}Connection: close\r\n\r\n${body}`
+  );
+}
+
+const REQUEST_TIMEOUT_MESSAGE = 'The request did not arrive in full in time; the connection is closed.';
+
+/** Sockets whose request did not arrive in time: the framework's side of that request reports it as the 408 it got. */
+const timedOut = new WeakSet<object>();
+
+/** True when `req`'s connection was closed with a 408 because its request did not arrive in full in time. */
+export const requestTimedOut = (req: FastifyRequest): boolean => timedOut.has(req.raw.socket);
+
 /**
  * A request Node's HTTP parser cannot read at all (not HTTP, a control character in a header, Content-Length beside
- * Transfer-Encoding, a broken chunk; headers over Node's limit; a request too slow to arrive): it never reaches a
- * route, so it is answered here, on the socket, in the envelope with an X-Request-Id like everything else (Fastify's
- * default answer is a body of its own), and the connection is closed, as it cannot be read further.
+ * Transfer-Encoding, a broken chunk; headers over Node's limit; a request, body included, that has not arrived in
+ * full within REQUEST_BODY_TIMEOUT_MS): it never reaches a route, or never gets its body, so it is answered here, on
+ * the socket, in the envelope with an X-Request-Id like everything else (Fastify's default answer is a body of its
+ * own), and the connection is closed, as it cannot be read further.
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // The response of the request being read, if it has one (Node's own answer looks at it too). One already begun
+  // cannot be followed by another: the connection just closes.
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean; req?: { [REQUEST_ID]?: string } } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
+    return;
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    timedOut.add(socket);
+    // A request the app has begun (its body is late) is answered under its own id, the one its log line carries.
+    const answer = rawErrorResponse(408, 'Request Timeout', new ServiceError('request_timeout', REQUEST_TIMEOUT_MESSAGE), {
+      requestId: inFlight?.req?.[REQUEST_ID],
+    });
+    // Closed once the answer is out: a client still trickling bytes must not keep the connection open.
+    socket.end(answer, () => socket.destroy());
     return;
   }
   const [status, reason, message] =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout', 'The request did not arrive in time.']
-        : [400, 'Bad Request', 'The request is not valid HTTP.'];
-  const requestId = randomUUID();
-  const body = JSON.stringify(errorEnvelope(new ServiceError('invalid_request', message), requestId));
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
+      : [400, 'Bad Request', 'The request is not valid HTTP.'];
+  socket.end(rawErrorResponse(status, reason, new ServiceError('invalid_request', message)));
 }
 
 /**
@@ -150,7 +208,12 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Duple
  */
 export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', req.id);
+  // No access line follows these (the request never reaches the hooks): this is the request's line, without its URL.
   req.log.info({ code: err.code }, 'malformed URL refused');
+  if (mentionsKey(req.url)) {
+    sendError(reply, keyInUrl());
+    return;
+  }
   const message =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment of the URL is too long.' : 'The URL is not valid: it contains a malformed percent-encoding.';
   sendError(reply, new ServiceError('invalid_request', message));

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { z } from 'zod';
-import type { IdempotencyRecord } from '../db/commitContractChange.js';
+import type { IdempotencyRecord } from '../db/contractWrites.js';
 import { ServiceError } from '../domain/errors.js';
 import type { ServiceContext } from '../services/context.js';
 import {
@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The Idempotency-Key this request claimed: a route whose service records its result passes it on. */
     idempotency?: IdempotencyRecord;
+    /** The service recorded the result with its effect (a committed change): nothing left to keep. */
+    resultRecorded?: boolean;
   }
   interface FastifyContextConfig {
     /**
@@ -105,7 +107,7 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     if (!record) return payload;
     req.idempotency = undefined;
     // The service recorded its result in the commit of its effect: nothing left to do.
-    if (reply.statusCode === 200 && req.routeOptions.config.recordsResult) return payload;
+    if (reply.statusCode === 200 && req.resultRecorded) return payload;
     try {
       if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: { record } });
       else {

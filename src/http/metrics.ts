@@ -66,11 +66,11 @@ export class AppMetrics {
     for (const reason of AUTH_REASONS) this.authFailures.inc({ reason }, 0);
     this.limited = new Counter({
       name: 'svc_rate_limited_total',
-      help: 'Requests refused with 429, by limit (shop: requests per shop; auth_failures: failed lookups per IP).',
+      help: 'Requests refused with 429, by limit (shop: requests per shop; auth_failures: failed lookups per IP; connections: open connections per IP).',
       labelNames: ['limit'],
       registers,
     });
-    for (const limit of ['shop', 'auth_failures']) this.limited.inc({ limit }, 0);
+    for (const limit of ['shop', 'auth_failures', 'connections']) this.limited.inc({ limit }, 0);
     this.idempotent = new Counter({
       name: 'svc_idempotency_requests_total',
       help: 'Requests with an Idempotency-Key, by outcome (executed, replayed, in_progress, key_reused).',
@@ -204,7 +204,7 @@ export class AppMetrics {
   authFailure(reason: AuthFailureReason): void {
     this.authFailures.inc({ reason });
   }
-  rateLimited(limit: 'shop' | 'auth_failures'): void {
+  rateLimited(limit: 'shop' | 'auth_failures' | 'connections'): void {
     this.limited.inc({ limit });
   }
   idempotency(outcome: IdempotencyOutcome): void {

@@ -94,7 +94,7 @@ export class RedisRateLimitStore implements RateLimitStore {
 
 /**
  * A Redis client for the counters: commands fail fast instead of queueing while Redis is away (the limiter then
- * lets requests through rather than stalling the API), and it reconnects by itself.
+ * counts in this process's memory rather than stalling the API), and it reconnects by itself.
  */
 export function connectRedis(url: string, onError: (err: Error) => void): Redis {
   const redis = new Redis(url, {
@@ -120,10 +120,15 @@ export type LimitState = {
 };
 
 /**
- * A fixed-window limit of `limit` per `windowMs` per subject (a shop, an IP). Store errors let the request through
- * (availability over limits) and are reported to `onStoreError`; the state is then null.
+ * A fixed-window limit of `limit` per `windowMs` per subject (a shop, an IP). When the store fails (Redis away), the
+ * error goes to `onStoreError` and the request is counted in this process's memory instead: each instance then
+ * limits on its own until the store is back, and never lets requests through unlimited (a client could otherwise
+ * spray keys unchecked while Redis is down). The counts taken meanwhile stay in memory; the store's resume where
+ * they were.
  */
 export class FixedWindowLimiter {
+  private fallback: MemoryRateLimitStore | null = null;
+
   constructor(
     private readonly store: RateLimitStore,
     private readonly opts: { name: string; limit: number; windowMs?: number; clock: Clock; onStoreError?: (err: Error) => void },
@@ -146,28 +151,29 @@ export class FixedWindowLimiter {
     };
   }
 
-  /** Counts one request for `subject` and says whether it is within the limit. */
-  async consume(subject: string): Promise<LimitState | null> {
-    const w = this.window(subject);
+  /** The store's answer, or this process's own when the store fails. */
+  private async withFallback(op: (store: RateLimitStore) => Promise<number>): Promise<number> {
     try {
-      const count = await this.store.increment(w.key, w.ttlMs);
-      return { limit: this.opts.limit, remaining: Math.max(0, this.opts.limit - count), resetSeconds: w.resetSeconds, exceeded: count > this.opts.limit };
+      return await op(this.store);
     } catch (err) {
       this.opts.onStoreError?.(err as Error);
-      return null;
+      this.fallback ??= new MemoryRateLimitStore(this.opts.clock);
+      return op(this.fallback);
     }
   }
 
-  /** The current state for `subject`, counting nothing. */
-  async peek(subject: string): Promise<LimitState | null> {
+  /** Counts one request for `subject` and says whether it is within the limit. */
+  async consume(subject: string): Promise<LimitState> {
     const w = this.window(subject);
-    try {
-      const count = await this.store.get(w.key);
-      return this.state(count, w.resetSeconds, count >= this.opts.limit);
-    } catch (err) {
-      this.opts.onStoreError?.(err as Error);
-      return null;
-    }
+    const count = await this.withFallback((store) => store.increment(w.key, w.ttlMs));
+    return this.state(count, w.resetSeconds, count > this.opts.limit);
+  }
+
+  /** The current state for `subject`, counting nothing. */
+  async peek(subject: string): Promise<LimitState> {
+    const w = this.window(subject);
+    const count = await this.withFallback((store) => store.get(w.key));
+    return this.state(count, w.resetSeconds, count >= this.opts.limit);
   }
 
   private state(count: number, resetSeconds: number, exceeded: boolean): LimitState {
@@ -191,7 +197,7 @@ export function createRateLimitStore(opts: {
     const now = Date.now();
     if (now - lastWarning < 30_000) return;
     lastWarning = now;
-    opts.warn({ err: { message: err.message } }, 'rate-limit store unavailable: requests are let through unlimited');
+    opts.warn({ err: { message: err.message } }, "rate-limit store unavailable: counting in this process's memory until it is back");
   };
   if (!opts.redisUrl) return { store: new MemoryRateLimitStore(opts.clock), onStoreError };
   return { store: new RedisRateLimitStore(connectRedis(opts.redisUrl, onStoreError), opts.redisPrefix), onStoreError };

@@ -108,5 +108,6 @@ export function httpOperations(
     listContracts: ({ status, limit, cursor }) => call('GET', `/api/v1/subscription-contracts${query({ status, limit, cursor })}`),
     actOnContract: async (id, body) => (await call<{ contract: never }>('POST', `${contract(id)}/actions`, body)).contract,
     listContractEvents: (id, { limit, cursor }) => call('GET', `${contract(id)}/events${query({ limit, cursor })}`),
+    editContract: (id, body) => call('POST', `${contract(id)}/edits`, body),
   };
 }

@@ -4,7 +4,7 @@ import { ServiceError } from '../domain/errors.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
 import { AuthError } from '../services/authenticateApiKey.js';
-import { confirmPending } from '../services/caller.js';
+import { confirmPending, UnconfirmedCaller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
 import { answer, readMessage, type Exchange, type McpMessage } from './dispatch.js';
 import { serviceOperations } from './operations.js';
@@ -86,7 +86,7 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
       access: caller.access,
       requestId: String(req.id),
       toServiceError: (err) => {
-        if (err instanceof AuthError || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
+        if (err instanceof AuthError || err instanceof UnconfirmedCaller || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
         return toServiceError(err, req);
       },
     };

@@ -1,6 +1,7 @@
 import type { ContractStatus } from '../domain/contract.js';
 import type { Contract, ContractEvent } from '../domain/resources.js';
 import { actOnContract } from '../services/actOnContract.js';
+import { editContract } from '../services/editContract.js';
 import type { Caller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
 import { getContract } from '../services/getContract.js';
@@ -19,6 +20,8 @@ export type ContractOperations = {
   /** `body` is an action body exactly as the API takes it; the service validates it. */
   actOnContract(contractId: string, body: Record<string, unknown>): Promise<Contract>;
   listContractEvents(contractId: string, query: Page): Promise<{ events: ContractEvent[]; nextCursor: string | null }>;
+  /** `body` is an edit body exactly as the API takes it (`operations`, `preview`); the service validates it. */
+  editContract(contractId: string, body: Record<string, unknown>): Promise<{ contract: Contract; preview: boolean }>;
 };
 
 /** The services, for one authenticated caller: the same functions the HTTP routes call. */
@@ -28,5 +31,6 @@ export function serviceOperations(ctx: ServiceContext, caller: Caller): Contract
     listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { caller, status, limit, cursor } }),
     actOnContract: (contractId, body) => actOnContract({ ctx, input: { caller, contractId, body } }),
     listContractEvents: (contractId, { limit, cursor }) => listContractEvents({ ctx, input: { caller, contractId, limit, cursor } }),
+    editContract: (contractId, body) => editContract({ ctx, input: { caller, contractId, body } }),
   };
 }

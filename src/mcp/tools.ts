@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { CancelAction, PauseAction, RescheduleAction } from '../domain/actions.js';
+import { ACTION_BODIES } from '../domain/actions.js';
+import { ACTION_NAMES, type ActionName } from '../domain/commands/registry.js';
+import { EditOperationSchema } from '../domain/commands/edits/index.js';
+import { EditBody, MAX_EDIT_OPERATIONS } from '../domain/commands/edit.js';
 import { ContractId as ContractIdRule } from '../domain/contractId.js';
 import { PAGE_LIMIT, PageLimit } from '../domain/paging.js';
 import { Contract, ContractEvent } from '../domain/resources.js';
@@ -56,6 +59,112 @@ const write = (title: string, opts: { destructive: boolean; idempotent: boolean 
 
 const id = (args: Record<string, unknown>) => args.contractId as string;
 
+const TIMESTAMP_RULE =
+  'an ISO 8601 timestamp in UTC ending in Z, e.g. "2027-01-05T00:00:00Z" (fractional seconds allowed; offsets like ' +
+  '+02:00 and date-only values are refused), strictly in the future and at most 5 years ahead';
+
+/**
+ * How each action of the command registry is offered as a tool: its name, words for a model, the words for each of
+ * its fields, and annotations that tell the truth. Typed by the registry: an action without a tool does not compile.
+ */
+const ACTION_TOOLS: { [N in ActionName]: { name: string; title: string; description: string; fields: Record<string, string>; annotations: Annotations } } = {
+  pause: {
+    name: 'pause_subscription_contract',
+    title: 'Pause a subscription contract',
+    description:
+      'Pause an ACTIVE or PAUSED contract: no orders are placed while it is paused. With resumeAt it becomes ACTIVE ' +
+      'by itself at that moment; without it, it stays paused until resumed. Pausing a paused contract replaces its ' +
+      'resumeAt (and clears it when resumeAt is omitted). Returns the contract after the change.',
+    fields: { resumeAt: `Optional. When the contract resumes by itself: ${TIMESTAMP_RULE}. Omit to pause until resumed.` },
+    // Not idempotent: repeating the same pause leaves the state as it was but records another event
+    // (contract.pause_updated) in the history a client can read.
+    annotations: write('Pause a subscription contract', { destructive: false, idempotent: false }),
+  },
+  resume: {
+    name: 'resume_subscription_contract',
+    title: 'Resume a subscription contract',
+    description:
+      'Resume a PAUSED or FAILED contract now: it becomes ACTIVE and its scheduled resume is cleared. If its next ' +
+      'billing date has passed, it moves forward by whole billing intervals to the first one after now. Returns the ' +
+      'contract after the change.',
+    fields: {},
+    // A second resume finds the contract ACTIVE and is refused (invalid_state): no further effect.
+    annotations: write('Resume a subscription contract', { destructive: false, idempotent: true }),
+  },
+  cancel: {
+    name: 'cancel_subscription_contract',
+    title: 'Cancel a subscription contract',
+    description:
+      'Cancel an ACTIVE, PAUSED or FAILED contract. This is final: a cancelled contract can never be resumed and no ' +
+      'further orders are placed. Confirm with the user before calling. Returns the contract after the change.',
+    fields: { reason: 'Optional. Why the contract is cancelled, in plain words, up to 500 characters.' },
+    // Final, so destructive; a second cancel is refused (invalid_state) and changes nothing.
+    annotations: write('Cancel a subscription contract', { destructive: true, idempotent: true }),
+  },
+  skip: {
+    name: 'skip_next_order',
+    title: 'Skip the next order',
+    description:
+      'Skip the next order of an ACTIVE contract: its next billing date moves one billing interval forward. Each call ' +
+      'skips one more order, so call it once per order to skip. Returns the contract after the change.',
+    fields: {},
+    // Not idempotent: every call moves the date one more interval.
+    annotations: write('Skip the next order', { destructive: false, idempotent: false }),
+  },
+  reschedule: {
+    name: 'reschedule_subscription_contract',
+    title: 'Reschedule the next order',
+    description:
+      'Set the next billing date (when the next order is placed) of an ACTIVE or PAUSED contract. Returns the ' +
+      'contract after the change.',
+    fields: { nextBillingDate: `The new next billing date: ${TIMESTAMP_RULE}.` },
+    // Not idempotent: the same date again leaves the state as it was but records another contract.rescheduled event.
+    annotations: write('Reschedule the next order', { destructive: false, idempotent: false }),
+  },
+};
+
+/** The tool of one action: the contract id and the action's own fields, run as the API's action. */
+function actionTool(action: ActionName): ToolDefinition {
+  const t = ACTION_TOOLS[action];
+  const { action: _a, ...fields } = ACTION_BODIES[action].shape as Record<string, z.ZodType>;
+  const described = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.describe(t.fields[k] ?? v.description ?? k)]));
+  return {
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    input: z.strictObject({ contractId: ContractId, ...described }),
+    output: ContractResult,
+    annotations: t.annotations,
+    readsContractFirst: true,
+    run: async (ops, args) => {
+      const { contractId, ...rest } = args;
+      const body = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+      return { contract: await ops.actOnContract(contractId as string, { action, ...body }) };
+    },
+  };
+}
+
+const editTool: ToolDefinition = {
+  name: 'edit_subscription_contract',
+  title: 'Edit a subscription contract',
+  description:
+    'Change what an ACTIVE or PAUSED contract delivers and how often: set a line\'s quantity, swap a line\'s variant, ' +
+    'add or remove a line, set the billing and delivery frequency, set the shipping address, apply a discount code or ' +
+    'remove a discount. Operations apply in order, all or nothing; line and discount ids are those of the contract ' +
+    '(get_subscription_contract). With preview: true nothing changes and the contract is returned exactly as it would ' +
+    'be, with its totals: show it to the user before committing. Returns the contract and whether it was a preview.',
+  input: z.strictObject({
+    contractId: ContractId,
+    operations: z.array(EditOperationSchema).min(1).max(MAX_EDIT_OPERATIONS).describe(EditBody.shape.operations.description!),
+    preview: EditBody.shape.preview,
+  }),
+  output: z.object({ contract: Contract, preview: z.boolean() }),
+  // Not idempotent (a quantity set twice records two events); destructive: a removed line or discount is gone.
+  annotations: write('Edit a subscription contract', { destructive: true, idempotent: false }),
+  readsContractFirst: true,
+  run: (ops, args) => ops.editContract(args.contractId as string, { operations: args.operations, ...(args.preview !== undefined && { preview: args.preview }) }),
+};
+
 export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'get_subscription_contract',
@@ -85,97 +194,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     readsContractFirst: false,
     run: (ops, args) => ops.listContracts(args as { status?: Contract['status']; limit?: number; cursor?: string }),
   },
-  {
-    name: 'pause_subscription_contract',
-    title: 'Pause a subscription contract',
-    description:
-      'Pause an ACTIVE or PAUSED contract: no orders are placed while it is paused. With resumeAt it becomes ACTIVE ' +
-      'by itself at that moment; without it, it stays paused until resumed. Pausing a paused contract replaces its ' +
-      'resumeAt (and clears it when resumeAt is omitted). Returns the contract after the change.',
-    input: z.strictObject({
-      contractId: ContractId,
-      resumeAt: PauseAction.shape.resumeAt.describe(
-        'Optional. When the contract resumes by itself: an ISO 8601 timestamp in UTC ending in Z, e.g. ' +
-          '"2027-01-05T00:00:00Z" (fractional seconds allowed; offsets like +02:00 and date-only values are refused), ' +
-          'strictly in the future and at most 5 years ahead. Omit to pause until resumed.',
-      ),
-    }),
-    output: ContractResult,
-    // Not idempotent: repeating the same pause leaves the state as it was but records another event
-    // (contract.pause_updated) in the history a client can read.
-    annotations: write('Pause a subscription contract', { destructive: false, idempotent: false }),
-    readsContractFirst: true,
-    run: async (ops, args) => ({
-      contract: await ops.actOnContract(id(args), { action: 'pause', ...(args.resumeAt !== undefined && { resumeAt: args.resumeAt }) }),
-    }),
-  },
-  {
-    name: 'resume_subscription_contract',
-    title: 'Resume a subscription contract',
-    description:
-      'Resume a PAUSED or FAILED contract now: it becomes ACTIVE and its scheduled resume is cleared. If its next ' +
-      'billing date has passed, it moves forward by whole billing intervals to the first one after now. Returns the ' +
-      'contract after the change.',
-    input: z.strictObject({ contractId: ContractId }),
-    output: ContractResult,
-    // A second resume finds the contract ACTIVE and is refused (invalid_state): no further effect.
-    annotations: write('Resume a subscription contract', { destructive: false, idempotent: true }),
-    readsContractFirst: true,
-    run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'resume' }) }),
-  },
-  {
-    name: 'cancel_subscription_contract',
-    title: 'Cancel a subscription contract',
-    description:
-      'Cancel an ACTIVE, PAUSED or FAILED contract. This is final: a cancelled contract can never be resumed and no ' +
-      'further orders are placed. Confirm with the user before calling. Returns the contract after the change.',
-    input: z.strictObject({
-      contractId: ContractId,
-      reason: CancelAction.shape.reason.describe('Optional. Why the contract is cancelled, in plain words, up to 500 characters.'),
-    }),
-    output: ContractResult,
-    // Final, so destructive; a second cancel is refused (invalid_state) and changes nothing.
-    annotations: write('Cancel a subscription contract', { destructive: true, idempotent: true }),
-    readsContractFirst: true,
-    run: async (ops, args) => ({
-      contract: await ops.actOnContract(id(args), { action: 'cancel', ...(args.reason !== undefined && { reason: args.reason }) }),
-    }),
-  },
-  {
-    name: 'skip_next_order',
-    title: 'Skip the next order',
-    description:
-      'Skip the next order of an ACTIVE contract: its next billing date moves one billing interval forward. Each call ' +
-      'skips one more order, so call it once per order to skip. Returns the contract after the change.',
-    input: z.strictObject({ contractId: ContractId }),
-    output: ContractResult,
-    // Not idempotent: every call moves the date one more interval.
-    annotations: write('Skip the next order', { destructive: false, idempotent: false }),
-    readsContractFirst: true,
-    run: async (ops, args) => ({ contract: await ops.actOnContract(id(args), { action: 'skip' }) }),
-  },
-  {
-    name: 'reschedule_subscription_contract',
-    title: 'Reschedule the next order',
-    description:
-      'Set the next billing date (when the next order is placed) of an ACTIVE or PAUSED contract. Returns the ' +
-      'contract after the change.',
-    input: z.strictObject({
-      contractId: ContractId,
-      nextBillingDate: RescheduleAction.shape.nextBillingDate.describe(
-        'The new next billing date: an ISO 8601 timestamp in UTC ending in Z, e.g. "2027-01-05T00:00:00Z" ' +
-          '(fractional seconds allowed; offsets like +02:00 and date-only values are refused), strictly in the ' +
-          'future and at most 5 years ahead.',
-      ),
-    }),
-    output: ContractResult,
-    // Not idempotent: the same date again leaves the state as it was but records another contract.rescheduled event.
-    annotations: write('Reschedule the next order', { destructive: false, idempotent: false }),
-    readsContractFirst: true,
-    run: async (ops, args) => ({
-      contract: await ops.actOnContract(id(args), { action: 'reschedule', nextBillingDate: args.nextBillingDate }),
-    }),
-  },
+  ...ACTION_NAMES.map(actionTool),
+  editTool,
   {
     name: 'list_contract_events',
     title: 'List a contract\'s history',

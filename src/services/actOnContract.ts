@@ -1,4 +1,4 @@
-import type { IdempotencyRecord } from '../db/commitContractChange.js';
+import type { IdempotencyRecord } from '../db/contractWrites.js';
 import { parseContractAction } from '../domain/actions.js';
 import { assertContractId } from '../domain/contractId.js';
 import { toContract, type Contract } from '../domain/resources.js';
@@ -20,13 +20,13 @@ export async function actOnContract({
   const { caller, contractId } = input;
   assertContractId(contractId);
   assertMayChange(caller);
-  const action = parseContractAction(input.body, ctx.clock.now());
+  const command = parseContractAction(input.body, ctx.clock.now());
   const read = await readContract(ctx, caller, contractId);
   const committed = await changeContract(ctx, {
     shopId: caller.shopId,
     contractId,
     read,
-    request: { action, actor: caller.actor },
+    request: { command, actor: caller.actor },
     record: input.record,
   });
   // The contract its events and its record have (rendered once, by the change path).

@@ -22,27 +22,56 @@ export function assertMayChange(caller: { access: KeyAccess }): void {
 }
 
 /*
- * The one exception to "already confirmed", contained here.
+ * The one exception to "already confirmed", contained here, and closed by construction.
  *
  * Why: a request whose key this process has seen before (the key gate's cache of ids) would otherwise cost two round
  * trips for a GET of a contract: one to confirm the key (not revoked, the shop still has API access), one to read.
  * Joined, they are one statement (db/contractRows.ts: withKeyState), which is a third of the work of such a GET. So
- * for the two routes whose first step is reading one contract (GET a contract, an action without an
+ * for the routes whose first step is reading one contract (GET a contract, an action or an edit without an
  * Idempotency-Key), the gate hands over a caller whose confirmation is pending, and the contract read settles it
  * with the key state it read along: the gate's own checks (usable? may it change data? the rate limit) then run,
- * exactly once, before any data leaves or anything is written. Everywhere else, confirmPending settles it with one
- * indexed read of the key's state: the gate does so for every other route, and the error handler before it answers
- * a request that failed before reading (a bad body, say). A service cannot get this wrong: it never sees the
- * difference, and the only reader that may fold the check in is readContract.
+ * exactly once, before any data leaves or anything is written.
+ *
+ * Fail closed: until it is settled, such a caller has no shop. Reading `shopId` (which every query of the shop's
+ * data needs) throws 401, so a service that reaches for the shop's data before the read that confirms cannot serve
+ * or change anything; and the gate refuses (401) any answer that would leave with the confirmation still pending
+ * (http/apiKeyGate.ts), so a route that never reads at all cannot answer either. Everywhere else, confirmPending
+ * settles it with one indexed read of the key's state: the gate does so for every other route, and the error handler
+ * before it answers a request that failed before reading (a bad body, say).
  */
 type Confirmation = { keyId: string; settle(state: KeyState | undefined): Promise<void> };
 const pending = new WeakMap<Caller, Confirmation>();
 
+/** Thrown by a pending caller's `shopId`: its key was never confirmed, so nothing of the shop may be touched. */
+export class UnconfirmedCaller extends ServiceError {
+  constructor() {
+    super('unauthorized', 'The API key could not be confirmed for this request.');
+  }
+}
+
 /** For the key gate: a caller whose key state the request's first contract read (or confirmPending) confirms. */
-export function callerPendingConfirmation(caller: Caller, confirmation: Confirmation): Caller {
-  pending.set(caller, confirmation);
+export function callerPendingConfirmation(fields: Caller, confirmation: Confirmation): Caller {
+  let confirmed = false;
+  const caller: Caller = {
+    get shopId() {
+      if (!confirmed) throw new UnconfirmedCaller();
+      return fields.shopId;
+    },
+    actor: fields.actor,
+    access: fields.access,
+  };
+  pending.set(caller, {
+    keyId: confirmation.keyId,
+    settle: async (state) => {
+      await confirmation.settle(state);
+      confirmed = true;
+    },
+  });
   return caller;
 }
+
+/** True while a caller's confirmation has not been taken: an answer for it must not leave. */
+export const isPendingConfirmation = (caller: Caller): boolean => pending.has(caller);
 
 /** For the contract read: the confirmation to settle with the key state it reads along, taken once. */
 export function takeConfirmation(caller: Caller): Confirmation | undefined {

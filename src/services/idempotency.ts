@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { and, eq, lte, or, sql } from 'drizzle-orm';
 import { idempotencyKeys } from '../db/schema.js';
 import { ServiceError } from '../domain/errors.js';
-import type { IdempotencyRecord } from '../db/commitContractChange.js';
+import type { IdempotencyRecord } from '../db/contractWrites.js';
 import type { ServiceCall } from './context.js';
 
 /**

@@ -4,7 +4,7 @@ import type { ContractStatus } from '../domain/contract.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { toContract, type Contract } from '../domain/resources.js';
 import type { Caller } from './caller.js';
-import type { ServiceCall } from './context.js';
+import type { ServiceCall, ServiceContext } from './context.js';
 import { resumeDueContracts } from './resumeDueContracts.js';
 
 /** A page of the caller's shop's contracts in id order, optionally of one status; none shown paused past its resume. */
@@ -18,12 +18,7 @@ export async function listContracts({
   const shopId = input.caller.shopId;
   const limit = input.limit ?? PAGE_LIMIT.default;
   const after = input.cursor ? decodeCursor(input.cursor) : null;
-  const [due] = await ctx.db.orm
-    .select({ id: contracts.id })
-    .from(contracts)
-    .where(and(eq(contracts.shopId, shopId), eq(contracts.status, 'PAUSED'), lte(contracts.resumeAt, ctx.clock.now())))
-    .limit(1);
-  if (due) await resumeDueContracts({ ctx, input: { shopId, wait: true, limit: 1000 } });
+  await resumeDueOfShop(ctx, shopId);
   const rows = await ctx.db.orm
     .select()
     .from(contracts)
@@ -38,4 +33,14 @@ export async function listContracts({
     .limit(limit + 1);
   const { items, nextCursor } = toPage(rows, limit, (row) => toContract(row));
   return { contracts: items, nextCursor };
+}
+
+/** Before a list of a shop's contracts: none may show paused past its resume moment, so due resumes happen first. */
+export async function resumeDueOfShop(ctx: ServiceContext, shopId: string): Promise<void> {
+  const [due] = await ctx.db.orm
+    .select({ id: contracts.id })
+    .from(contracts)
+    .where(and(eq(contracts.shopId, shopId), eq(contracts.status, 'PAUSED'), lte(contracts.resumeAt, ctx.clock.now())))
+    .limit(1);
+  if (due) await resumeDueContracts({ ctx, input: { shopId, wait: true, limit: 1000 } });
 }

@@ -1,6 +1,6 @@
 import { contractRows } from '../db/contractRows.js';
 import type { ContractRow } from '../db/schema.js';
-import { isResumeDue, type ContractState } from '../domain/contract.js';
+import { isResumeDue } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { takeConfirmation, type Caller } from './caller.js';
 import { changeContract } from './changeContract.js';
@@ -30,7 +30,7 @@ export async function readContract(ctx: ServiceContext, caller: Caller, contract
  * path (the transition the sweep makes, actor scheduler), so no read shows a state the sweep has merely not reached.
  */
 export async function currentContract(ctx: ServiceContext, row: ContractRow): Promise<ContractRow> {
-  if (!isResumeDue(row as unknown as ContractState, ctx.clock.now())) return row;
-  const resumed = await changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: { action: null } });
+  if (!isResumeDue(row, ctx.clock.now())) return row;
+  const resumed = await changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: null });
   return resumed!.row;
 }

@@ -24,7 +24,7 @@ export async function resumeDueContracts({
     .limit(input.limit ?? 200);
   const results = await Promise.all(
     due.map((row) =>
-      changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: { action: null }, skipLocked: !input.wait }).then((r) =>
+      changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: null, skipLocked: !input.wait }).then((r) =>
         r?.changed ? now.getTime() - row.resumeAt!.getTime() : null,
       ),
     ),

@@ -1,26 +1,25 @@
-import { randomInt } from 'node:crypto';
-import { contracts, type LineItem } from '../db/schema.js';
+import { randomInt, randomUUID } from 'node:crypto';
+import { contracts } from '../db/schema.js';
+import { totalsOf, type Line, type ShippingAddress } from '../domain/contract.js';
 import { addInterval, type Interval } from '../domain/time.js';
 import { toContract, type Contract } from '../domain/resources.js';
+import { seedProducts } from './catalog.js';
 import type { ServiceCall } from './context.js';
 
 const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Ken', 'Margaret', 'Linus', 'Radia', 'Donald', 'Frances', 'John'];
 const LAST = ['Lovelace', 'Hopper', 'Turing', 'Dijkstra', 'Liskov', 'Thompson', 'Hamilton', 'Torvalds', 'Perlman', 'Knuth', 'Allen', 'Backus'];
-const PRODUCTS: { title: string; price: string }[] = [
-  { title: 'Coffee 1kg', price: '24.00' },
-  { title: 'Espresso beans 500g', price: '14.50' },
-  { title: 'Green tea 250g', price: '11.90' },
-  { title: 'Oat milk 6-pack', price: '9.80' },
-  { title: 'Dog food 12kg', price: '54.00' },
-  { title: 'Razor blades 8-pack', price: '17.00' },
-  { title: 'Vitamin D3 90 caps', price: '12.40' },
-  { title: 'Protein powder 2kg', price: '49.90' },
-];
 const POLICIES: { interval: Interval; count: number; weight: number }[] = [
   { interval: 'MONTH', count: 1, weight: 6 },
   { interval: 'WEEK', count: 2, weight: 2 },
   { interval: 'MONTH', count: 3, weight: 1 },
   { interval: 'YEAR', count: 1, weight: 1 },
+];
+const STREETS = ['Main Street', 'Station Road', 'Oak Avenue', 'Harbour Lane', 'Mill Road', 'Church Street'];
+const CITIES: { city: string; zip: string; countryCode: string; provinceCode?: string }[] = [
+  { city: 'Berlin', zip: '10115', countryCode: 'DE' },
+  { city: 'Lyon', zip: '69002', countryCode: 'FR' },
+  { city: 'Portland', zip: '97205', countryCode: 'US', provinceCode: 'OR' },
+  { city: 'Toronto', zip: 'M5V 2T6', countryCode: 'CA', provinceCode: 'ON' },
 ];
 const pick = <T>(xs: T[]) => xs[randomInt(xs.length)];
 
@@ -31,8 +30,9 @@ function policy() {
 }
 
 /**
- * Creates realistic ACTIVE contracts for a shop (development and benchmarks): customers, one to three lines in one
- * currency, a billing policy, and a next billing date within the next interval.
+ * Creates realistic ACTIVE contracts for a shop (development and benchmarks): customers with a shipping address, one
+ * to three lines of the shop's catalog (made here if the shop has none: `products seed`) in one currency, a billing
+ * and delivery policy, and a next billing date within the next interval.
  */
 export async function seedContracts({
   ctx,
@@ -40,15 +40,19 @@ export async function seedContracts({
 }: ServiceCall<{ shopId: string; count: number; currencyCode?: string }>): Promise<Contract[]> {
   const now = ctx.clock.now();
   const currencyCode = input.currencyCode ?? 'EUR';
+  const catalog = await seedProducts(ctx, input.shopId, currencyCode);
   const rows: (typeof contracts.$inferInsert)[] = [];
   for (let i = 0; i < input.count; i++) {
     const first = pick(FIRST);
     const last = pick(LAST);
     const p = policy();
-    const lines: LineItem[] = Array.from({ length: 1 + randomInt(3) }, () => {
-      const product = pick(PRODUCTS);
-      return { title: product.title, variantId: String(40_000 + randomInt(60_000)), quantity: 1 + randomInt(3), price: { amount: product.price, currencyCode } };
+    const lines: Line[] = Array.from({ length: 1 + randomInt(3) }, () => {
+      const variant = pick(catalog);
+      return { id: randomUUID(), title: variant.title, variantId: variant.id, quantity: 1 + randomInt(3), price: { amount: variant.price, currencyCode } };
     });
+    const place = pick(CITIES);
+    const shippingAddress: ShippingAddress = { firstName: first, lastName: last, address1: `${1 + randomInt(200)} ${pick(STREETS)}`, city: place.city, zip: place.zip, countryCode: place.countryCode };
+    if (place.provinceCode) shippingAddress.provinceCode = place.provinceCode;
     const createdAt = new Date(now.getTime() - randomInt(1, 400) * 86_400_000);
     const span = addInterval(now, p.interval, p.count).getTime() - now.getTime();
     const next = new Date(Math.floor((now.getTime() + 86_400_000 + randomInt(Math.max(1, span / 1000)) * 1000) / 1000) * 1000);
@@ -59,8 +63,13 @@ export async function seedContracts({
       customerEmail: `${first}.${last}${randomInt(100)}@example.com`.toLowerCase(),
       billingInterval: p.interval,
       billingIntervalCount: p.count,
+      deliveryInterval: p.interval,
+      deliveryIntervalCount: p.count,
       nextBillingDate: next,
       lines,
+      shippingAddress,
+      discounts: [],
+      totals: totalsOf({ lines, discounts: [], deliveryPrice: null }),
       createdAt,
       updatedAt: createdAt,
     });

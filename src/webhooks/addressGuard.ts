@@ -4,11 +4,12 @@ import ipaddr from 'ipaddr.js';
 import { invalidRequest, type ServiceError } from '../domain/errors.js';
 
 /**
- * Where a webhook may be sent (PRODUCT §10, SSRF): only to public unicast addresses. Loopback, private, link-local
- * (169.254.169.254, the cloud metadata service, among them), carrier-grade NAT, unique-local, multicast, broadcast,
- * reserved, and IPv6 forms that embed an IPv4 address (IPv4-mapped, 6to4, Teredo, NAT64) are refused, unless
- * WEBHOOKS_ALLOW_PRIVATE is set (development and tests). The address is checked when the endpoint is saved and again
- * at connect time, after DNS, so a name that later resolves elsewhere (DNS rebinding) is refused too.
+ * Where a webhook may be sent (SSRF): only to globally reachable unicast addresses. Loopback, private,
+ * link-local (169.254.169.254, the cloud metadata service, among them), carrier-grade NAT, unique-local, multicast,
+ * broadcast, documentation, benchmarking, reserved, every other special-purpose block, and IPv6 forms that embed an
+ * IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, Teredo, NAT64) are refused, unless WEBHOOKS_ALLOW_PRIVATE is set
+ * (development and tests). The address is checked when the endpoint is saved and again at connect time, after DNS,
+ * so a name that later resolves elsewhere (DNS rebinding) is refused too.
  */
 
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
@@ -17,11 +18,87 @@ export type AddressPolicy = { allowPrivate: boolean; resolve: Resolve };
 export const systemResolve: Resolve = (hostname) =>
   new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
 
-/** The kind of a forbidden address ('loopback', 'private', …), or null when it is a public unicast address. */
+/*
+ * Special-purpose blocks, whatever the registry says of their reachability (none is where a merchant's receiver
+ * lives), beside ipaddr.js's own range names, which cover most of them: the two lists are checked, so a block one
+ * of them lacks is still refused. From the IANA registries, as of 2025:
+ * https://www.iana.org/assignments/iana-ipv4-special-registry/ and
+ * https://www.iana.org/assignments/iana-ipv6-special-registry/, plus multicast (RFC 5771, RFC 4291), the deprecated
+ * IPv4-compatible (::/96, RFC 4291 section 2.5.5.1) and site-local (RFC 3879) IPv6 blocks. Past these, an IPv6
+ * address must be in 2000::/3, the only block IANA allocates as global unicast
+ * (https://www.iana.org/assignments/ipv6-address-space/).
+ */
+const SPECIAL_PURPOSE: [cidr: string, name: string][] = [
+  ['0.0.0.0/8', 'thisNetwork'],
+  ['10.0.0.0/8', 'private'],
+  ['100.64.0.0/10', 'sharedAddressSpace'],
+  ['127.0.0.0/8', 'loopback'],
+  ['169.254.0.0/16', 'linkLocal'],
+  ['172.16.0.0/12', 'private'],
+  ['192.0.0.0/24', 'ietfProtocolAssignments'],
+  ['192.0.2.0/24', 'documentation'],
+  ['192.31.196.0/24', 'as112'],
+  ['192.52.193.0/24', 'amt'],
+  ['192.88.99.0/24', 'deprecated6to4Relay'],
+  ['192.168.0.0/16', 'private'],
+  ['192.175.48.0/24', 'as112'],
+  ['198.18.0.0/15', 'benchmarking'],
+  ['198.51.100.0/24', 'documentation'],
+  ['203.0.113.0/24', 'documentation'],
+  ['224.0.0.0/4', 'multicast'],
+  ['240.0.0.0/4', 'reserved'],
+  ['255.255.255.255/32', 'broadcast'],
+  ['::/128', 'unspecified'],
+  ['::1/128', 'loopback'],
+  ['::/96', 'ipv4Compatible'],
+  ['::ffff:0:0/96', 'ipv4Mapped'],
+  ['64:ff9b::/96', 'nat64'],
+  ['64:ff9b:1::/48', 'nat64'],
+  ['100::/64', 'discard'],
+  ['100:0:0:1::/64', 'dummyPrefix'],
+  ['2001::/23', 'ietfProtocolAssignments'],
+  ['2001::/32', 'teredo'],
+  ['2001:2::/48', 'benchmarking'],
+  ['2001:db8::/32', 'documentation'],
+  ['2002::/16', '6to4'],
+  ['2620:4f:8000::/48', 'as112v6'],
+  ['3fff::/20', 'documentation'],
+  ['5f00::/16', 'segmentRouting'],
+  ['fc00::/7', 'uniqueLocal'],
+  ['fe80::/10', 'linkLocal'],
+  ['fec0::/10', 'siteLocal'],
+  ['ff00::/8', 'multicast'],
+];
+const SPECIAL_BLOCKS = SPECIAL_PURPOSE.map(([cidr, name]) => ({ block: ipaddr.parseCIDR(cidr), name }));
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * The kind of a forbidden address ('loopback', 'private', 'ipv4Compatible', …), or null when it is a globally
+ * reachable unicast address.
+ */
 export function forbiddenRange(ip: string): string | null {
-  if (!ipaddr.isValid(ip)) return 'invalid';
-  const range = ipaddr.parse(ip).range();
-  return range === 'unicast' ? null : range;
+  const text = canonical(ip);
+  if (text === null || !ipaddr.isValid(text)) return 'invalid';
+  const address = ipaddr.parse(text);
+  const range = address.range();
+  if (range !== 'unicast') return range;
+  for (const { block, name } of SPECIAL_BLOCKS) if (address.kind() === block[0].kind() && address.match(block)) return name;
+  if (address.kind() === 'ipv6' && !address.match(GLOBAL_UNICAST_V6)) return 'notGlobalUnicast';
+  return null;
+}
+
+/**
+ * An IPv6 address as the URL standard writes it (`::127.0.0.1` → `::7f00:1`), or null when it is none: ipaddr.js
+ * 2.5 reads any IPv6 address with a dotted IPv4 tail as IPv4-mapped (`::127.0.0.1` → `::ffff:7f00:1`), whatever
+ * its prefix. Node's resolver and URLs already give this form; an address typed by hand may not.
+ */
+function canonical(ip: string): string | null {
+  if (!ip.includes(':')) return ip;
+  try {
+    return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  } catch {
+    return null;
+  }
 }
 
 const stripBrackets = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);

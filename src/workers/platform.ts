@@ -1,5 +1,5 @@
 import type { Shopify } from '../platform/shopify/index.js';
-import { INBOX_BATCH } from '../platform/shopify/webhooksIn.js';
+import { INBOX_BATCH } from '../services/webhookInbox.js';
 import { Worker, type WorkerLog } from './worker.js';
 
 /**

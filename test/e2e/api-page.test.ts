@@ -7,6 +7,7 @@ import { revokeKey } from '../../src/services/revokeKey.js';
 import { setShopPlan } from '../../src/services/shops.js';
 import { uniqueShop } from '../support/app.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
+import { expectNoClippedTables } from './clipping.js';
 
 const SECRET = /svc_live_[0-9A-Za-z]{49}/;
 
@@ -235,6 +236,27 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     const file = await screenshot(t.page, 'api-page', false);
     expect(statSync(file).size).toBeLessThan(150_000);
     if (process.env.UPDATE_DOCS_SCREENSHOT === '1') copyFileSync(file, new URL('../../docs/api-page.png', import.meta.url));
+    afterEach();
+  });
+
+  it('no column of the keys table is cut off: every one in sight at 1280 px, on the screen at 375 px', async () => {
+    // The widest rows: a long name, a key used (a date for last used), a revoked one (a date for revoked).
+    const { domain, shopId } = await shopOn('enterprise');
+    const old = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Old staging server (eu-west)' } });
+    await revokeKey({ ctx: s.t.ctx, input: { shopId, keyId: old.key.id } });
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Claude Code', access: 'read_only' } });
+    const erp = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'ERP sync' } });
+    expect((await callApi(erp.secret)).status).toBe(200);
+    for (const [width, height] of [[1280, 800], [375, 812]]) {
+      const t = await tab({ width, height });
+      await open(t, domain);
+      await t.page.getByText('2 of 5 active').waitFor();
+      await t.page.getByRole('button', { name: 'Revoke ERP sync' }).waitFor();
+      // At a laptop's width even Revoke, the last column, is in sight without scrolling the table.
+      await expectNoClippedTables(t.page, { scrolling: width < 1280, where: `the keys table at ${width} px` });
+      expect(await t.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      await screenshot(t.page, `api-keys-${width}`);
+    }
     afterEach();
   });
 

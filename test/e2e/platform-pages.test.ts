@@ -4,6 +4,7 @@ import { findShopByDomain } from '../../src/services/shops.js';
 import { uniqueShop } from '../support/app.js';
 import { startPlatform, type PlatformHarness } from '../support/platform.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, type Tab } from './browser.js';
+import { expectNoClippedTables } from './clipping.js';
 
 /**
  * The admin screens in platform mode (PRODUCT §9), against the platform's stand-in: the install's import on the
@@ -41,7 +42,8 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
       await t.context.close().catch(() => {});
     }
   };
-  const contractCards = (t: Tab) => t.page.getByRole('region', { name: /^Contract #/ });
+  // The rows of the Contracts table, by the link each has to its contract's page.
+  const contractRows = (t: Tab) => t.page.locator('a[aria-label^="Contract #"]');
 
   // Hundreds of contracts read through slowed pages: more room than the other browser tests need.
   it('a large shop opens the app: the install starts, the page shows the import page by page, then in bulk, then every contract', { timeout: 150_000 }, async () => {
@@ -64,7 +66,7 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     // Paged: a count that grows, and a first page that fills in as contracts arrive.
     await page.getByText(/^\d+ contracts imported so far$/).waitFor();
     await page.getByText('Contracts are read from Shopify page by page.', { exact: false }).waitFor();
-    await expect.poll(() => contractCards(t).count(), { timeout: 10_000 }).toBe(20);
+    await expect.poll(() => contractRows(t).count(), { timeout: 10_000 }).toBe(25);
     await screenshot(page, 'platform-import-paged', false);
 
     // Bulk: the operation runs on the platform until the stand-in completes it.
@@ -78,8 +80,9 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     await page.getByText('Import finished').waitFor({ timeout: 10_000 });
     await page.getByText(`All ${ids.length} contracts of this store are here`, { exact: false }).waitFor();
     expect(await banner.count()).toBe(0);
-    await expect.poll(() => contractCards(t).count()).toBe(20);
+    await expect.poll(() => contractRows(t).count()).toBe(25);
     expect(await page.getByRole('button', { name: 'Next' }).isEnabled()).toBe(true);
+    await expectNoClippedTables(page, { scrolling: false, where: 'the imported contracts' });
     await screenshot(page, 'platform-import-finished', false);
 
     // Once finished, the page stops asking.
@@ -114,8 +117,9 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     const installed = () => p.openAdmin(domain).then(() => true, () => false);
     await expect.poll(installed, { timeout: 10_000 }).toBe(true);
     await page.reload();
-    await expect.poll(() => contractCards(t).count()).toBe(3);
+    await expect.poll(() => contractRows(t).count()).toBe(3);
     expect(await page.getByText('The import of your contracts stopped').count()).toBe(0);
+    await expectNoClippedTables(page, { where: 'the imported contracts on a phone' });
     await done();
   });
 
@@ -130,18 +134,18 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     const t = await tab();
     const { page } = t;
     await open(t, shop.domain, '/admin/contracts');
-    const card = page.getByRole('region', { name: `Contract #${pausedThere}` });
-    await card.getByText('Paused', { exact: true }).waitFor();
-    await card.getByRole('button', { name: 'Show history' }).click();
-    const history = card.getByRole('list', { name: `History of contract ${pausedThere}` });
+    await page.getByRole('row', { name: new RegExp(`#${pausedThere}`) }).getByText('Paused', { exact: true }).waitFor();
+    await page.getByRole('link', { name: `Contract #${pausedThere}` }).click();
+    await page.getByTestId('contract-status').getByText('Paused').waitFor();
+    const history = page.getByRole('list', { name: `History of contract ${pausedThere}` });
     await history.getByText('Paused', { exact: true }).waitFor();
     await history.getByText('Platform', { exact: true }).waitFor();
     await history.getByText('By Platform (changed in Shopify, not through this app)').waitFor();
     await history.getByText(/Paused until resumed · Active → Paused/).waitFor();
 
-    const moved = page.getByRole('region', { name: `Contract #${movedThere}` });
-    await moved.getByRole('button', { name: 'Show history' }).click();
-    const movedHistory = moved.getByRole('list', { name: `History of contract ${movedThere}` });
+    await page.locator('main').getByRole('link', { name: 'Contracts' }).click();
+    await page.getByRole('link', { name: `Contract #${movedThere}` }).click();
+    const movedHistory = page.getByRole('list', { name: `History of contract ${movedThere}` });
     await movedHistory.getByText('Updated', { exact: true }).waitFor();
     await movedHistory.getByText('Platform', { exact: true }).waitFor();
     await movedHistory.getByText(/^Next billing \w{3} \d+, \d{4}, \d+:\d\d [AP]M UTC → Mar 1, \d{4}, 9:00 AM UTC$/).waitFor();

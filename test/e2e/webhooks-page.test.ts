@@ -10,6 +10,7 @@ import { WebhookDispatcher } from '../../src/workers/webhookDispatcher.js';
 import { uniqueShop } from '../support/app.js';
 import { startReceiver, type Received } from '../support/receiver.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
+import { expectNoClippedTables } from './clipping.js';
 
 /**
  * Settings → Webhooks in a real browser against a real server and a local receiver. Deliveries go out when the test
@@ -176,6 +177,7 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await pauseRow.getByText(`Contract #${contract.id}`, { exact: false }).waitFor();
     await pauseRow.getByText('Succeeded').waitFor();
     expect(await c.getByRole('row', { name: /contract\.resumed/ }).count()).toBe(0);
+    await expectNoClippedTables(page, { scrolling: false, where: 'the delivery log' });
     await screenshot(page, 'webhooks-endpoint-log');
     done();
   });
@@ -207,6 +209,8 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     const attempts = c.getByRole('list', { name: /^Attempts of delivery/ });
     await expect.poll(() => attempts.getByRole('listitem').count()).toBe(RETRY_DELAYS_MS.length + 1);
     const webhookId = await c.getByText(/^msg_\d+$/).first().textContent();
+    // The longest row: an error for its last answer, and its attempts open below it.
+    await expectNoClippedTables(page, { scrolling: false, where: 'a failed delivery with its attempts' });
     await screenshot(page, 'webhooks-delivery-failed');
 
     // The receiver is back: Resend sends it again, with the same webhook-id.
@@ -377,6 +381,7 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await log.getByText('contract.rescheduled').waitFor();
     await log.getByText('Succeeded').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await expectNoClippedTables(page, { where: 'the delivery log on a phone' });
     await page.evaluate(() => window.scrollTo(0, 0));
     await screenshot(page, 'webhooks-mobile-375-top', false);
     await log.scrollIntoViewIfNeeded();

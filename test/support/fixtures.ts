@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
+import { totalsOf, type Line } from '../../src/domain/contract.js';
 import { expect } from 'vitest';
 import type { Database } from '../../src/db/client.js';
 import { contractEvents, contracts, type ContractEventRow, type ContractRow } from '../../src/db/schema.js';
@@ -24,8 +26,14 @@ export async function setContract(t: TestApp, id: string, patch: Partial<Contrac
 }
 
 /** Inserts one contract with known values (the PRODUCT §3 example unless overridden). */
-export async function insertContract(t: TestApp, shopId: string, over: Partial<typeof contracts.$inferInsert> = {}): Promise<ContractRow> {
+type NewContract = Omit<Partial<typeof contracts.$inferInsert>, 'lines'> & { lines?: (Omit<Line, 'id'> & { id?: string })[] };
+
+export async function insertContract(t: TestApp, shopId: string, over: NewContract = {}): Promise<ContractRow> {
   const now = t.clock.now();
+  const lines = (over.lines ?? [{ title: 'Coffee 1kg', variantId: '51', quantity: 2, price: { amount: '24.00', currencyCode: 'EUR' } }]).map((l) => ({ id: randomUUID(), ...l }));
+  const billingInterval = over.billingInterval ?? 'MONTH';
+  const billingIntervalCount = over.billingIntervalCount ?? 1;
+  const discounts = over.discounts ?? [];
   const [row] = await t.ctx.db.orm
     .insert(contracts)
     .values({
@@ -33,13 +41,17 @@ export async function insertContract(t: TestApp, shopId: string, over: Partial<t
       status: 'ACTIVE',
       customerId: '9001',
       customerEmail: 'ada@example.com',
-      billingInterval: 'MONTH',
-      billingIntervalCount: 1,
       nextBillingDate: new Date('2026-12-01T00:00:00.000Z'),
-      lines: [{ title: 'Coffee 1kg', variantId: '51', quantity: 2, price: { amount: '24.00', currencyCode: 'EUR' } }],
       createdAt: now,
       updatedAt: now,
+      deliveryInterval: billingInterval,
+      deliveryIntervalCount: billingIntervalCount,
+      totals: totalsOf({ lines, discounts, deliveryPrice: over.deliveryPrice ?? null }),
       ...over,
+      billingInterval,
+      billingIntervalCount,
+      discounts,
+      lines,
     })
     .returning();
   return row;

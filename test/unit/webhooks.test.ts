@@ -48,8 +48,44 @@ describe('addresses webhooks may reach', () => {
     ['::ffff:8.8.8.8', 'ipv4Mapped'],
     ['0.0.0.0', 'unspecified'],
     ['255.255.255.255', 'broadcast'],
+    // Special-purpose IPv4 blocks (IANA registry).
+    ['192.0.0.8', 'reserved'],
+    ['192.0.2.10', 'reserved'],
+    ['198.18.0.1', 'reserved'],
+    ['203.0.113.9', 'reserved'],
+    ['192.31.196.1', 'as112'],
+    ['192.52.193.1', 'amt'],
+    ['240.0.0.1', 'reserved'],
+    // IPv6 forms that carry an IPv4 address, private or not.
+    ['::127.0.0.1', 'ipv4Compatible'],
+    ['::10.0.0.1', 'ipv4Compatible'],
+    ['::8.8.8.8', 'ipv4Compatible'],
+    ['::ffff:0:a00:1', 'rfc6145'],
+    ['64:ff9b::a00:1', 'rfc6052'],
+    ['64:ff9b::808:808', 'rfc6052'],
+    ['64:ff9b:1::a00:1', 'rfc6052'],
+    ['2002:c0a8:101::1', '6to4'],
+    ['2002:7f00:1::1', '6to4'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
+    // Special-purpose IPv6 blocks (IANA registry), and what lies outside global unicast (2000::/3).
+    ['::', 'unspecified'],
+    ['100::1', 'discard'],
+    ['100:0:0:1::1', 'dummyPrefix'],
+    ['2001:2::1', 'benchmarking'],
+    ['2001:db8::1', 'reserved'],
+    ['3fff::1', 'reserved'],
+    ['5f00::1', 'segmentRouting'],
+    ['fec0::1', 'deprecatedSiteLocal'],
+    ['2620:4f:8000::1', 'as112v6'],
+    ['::2', 'ipv4Compatible'],
+    ['4000::1', 'notGlobalUnicast'],
+    ['1::1', 'notGlobalUnicast'],
   ])('%s → %s', (ip, range) => {
     expect(forbiddenRange(ip)).toBe(range);
+  });
+
+  it('passes only global unicast addresses', () => {
+    for (const ip of ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e']) expect(forbiddenRange(ip)).toBeNull();
   });
 });
 

@@ -5,12 +5,13 @@ import { createAdminApi, type ApiError } from './api';
 import { forgetStandaloneToken, startSession, type SessionProblem } from './auth';
 import { AdminApiContext } from './context';
 import { ApiPage } from './pages/ApiPage';
+import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
-import { navigate, ROUTES, usePath } from './router';
+import { contractIdOf, navigate, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
 export function App() {
@@ -59,6 +60,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   else if (path === ROUTES.webhooks) page = <WebhooksPage />;
   else if (path === ROUTES.settings) page = <SettingsPage />;
   else if (path === ROUTES.contracts) page = <ContractsPage />;
+  else if (contractIdOf(path)) page = <ContractPage key={path} contractId={contractIdOf(path)!} />;
   else page = <NotFoundPage />;
 
   if (embedded) {
@@ -91,7 +93,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   const navigation = (
     <Navigation location={path}>
       <Navigation.Section
-        items={[{ label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts }]}
+        items={[{ label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts || path.startsWith(`${ROUTES.contracts}/`) }]}
       />
       <Navigation.Section
         fill

@@ -1,4 +1,4 @@
-import type { components } from '../../clients/typescript/src/schema';
+import type { components, operations } from '../../clients/typescript/src/schema';
 import type { Session } from './auth';
 
 /** Shapes of the admin JSON API (src/http/admin/routes.ts and webhookRoutes.ts). */
@@ -38,6 +38,43 @@ type Schemas = components['schemas'];
 export type Contract = Schemas['SubscriptionContract'];
 export type ContractStatus = Contract['status'];
 export type ContractEvent = Schemas['ContractEvent'];
+/** An action's body, as the API takes it (the admin takes the same). */
+export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'];
+export type ActionName = ContractAction['action'];
+/**
+ * Fields the contract resource gains with contract edits (lines with ids, delivery policy, address, discounts,
+ * totals; amounts are decimal strings). Optional here, so the page shows them when the server sends them.
+ */
+export type ShippingAddress = {
+  firstName: string;
+  lastName: string;
+  address1: string;
+  address2?: string | null;
+  city: string;
+  provinceCode?: string | null;
+  zip: string;
+  countryCode: string;
+  phone?: string | null;
+};
+export type Money = { amount: string; currencyCode: string };
+export type Discount = {
+  id: string;
+  title: string;
+  code?: string | null;
+  value: { type: 'percentage'; percentage: number } | { type: 'fixed_amount'; amount: Money };
+};
+export type ContractTotals = { subtotal: string; discounts: string; shipping: string; total: string; currencyCode: string };
+export type ContractLine = Contract['lines'][number] & { id?: string };
+export type ContractView = Omit<Contract, 'lines'> & {
+  lines: ContractLine[];
+  deliveryPolicy?: Contract['billingPolicy'];
+  shippingAddress?: ShippingAddress | null;
+  discounts?: Discount[];
+  totals?: ContractTotals;
+};
+export type ContractPage = { contracts: ContractView[]; nextCursor: string | null; previousCursor: string | null };
+/** One contract as its admin page shows it: the actions its status allows and the newest page of its history. */
+export type ContractDetail = { contract: ContractView; allowedActions: ActionName[]; editable: boolean; events: ContractEvent[]; eventsNextCursor: string | null };
 /** Webhooks out (PRODUCT §10). */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];
@@ -75,7 +112,10 @@ export type AdminApi = {
   keys(): Promise<KeyList>;
   generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
-  contracts(q: { status?: ContractStatus; cursor?: string; limit?: number }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
+  /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by status. */
+  contracts(q: { query?: string; status?: ContractStatus; cursor?: string; limit?: number }): Promise<ContractPage>;
+  contract(id: string): Promise<ContractDetail>;
+  act(id: string, action: ContractAction): Promise<{ contract: ContractView }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
   webhookEndpoints(): Promise<{ endpoints: WebhookEndpoint[] }>;
   webhookEndpoint(id: string): Promise<{ endpoint: WebhookEndpoint }>;
@@ -142,11 +182,14 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     revokeKey: (id) => call('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
     contracts: (q) => {
       const params = new URLSearchParams();
+      if (q.query) params.set('query', q.query);
       if (q.status) params.set('status', q.status);
       if (q.cursor) params.set('cursor', q.cursor);
       params.set('limit', String(q.limit ?? 20));
       return call('GET', `/contracts?${params}`);
     },
+    contract: (id) => call('GET', `/contracts/${encodeURIComponent(id)}`),
+    act: (id, action) => call('POST', `/contracts/${encodeURIComponent(id)}/actions`, action),
     events: (id, cursor) => call('GET', `/contracts/${encodeURIComponent(id)}/events${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
     webhookEndpoints: () => call('GET', '/webhook-endpoints'),
     webhookEndpoint: (id) => call('GET', endpointPath(id)),

@@ -10,9 +10,13 @@ const dateTime = new Intl.DateTimeFormat(undefined, {
   timeZoneName: 'short',
 });
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'long' });
+const day = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+const time = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
 
 export const formatDateTime = (iso: string | null | undefined, empty = '—') => (iso ? dateTime.format(new Date(iso)) : empty);
 export const formatDate = (iso: string) => dateOnly.format(new Date(iso));
+/** A moment in two parts, for a table cell that shows them on two lines: the day, and the time with its zone. */
+export const formatDayAndTime = (iso: string) => ({ day: day.format(new Date(iso)), time: time.format(new Date(iso)) });
 
 export const STATUS_LABEL: Record<ContractStatus, string> = {
   ACTIVE: 'Active',
@@ -86,7 +90,8 @@ export function eventDetails(e: ContractEvent): string[] {
   else if (e.type === 'contract.paused' || e.type === 'contract.pause_updated') {
     if ('resumeAt' in d && d.resumeAt === null) out.push('Paused until resumed');
   }
-  if (typeof d.nextBillingDate === 'string') {
+  // A resume keeps a next billing date still ahead: no change worth a line.
+  if (typeof d.nextBillingDate === 'string' && d.nextBillingDate !== d.previousNextBillingDate) {
     const before = typeof d.previousNextBillingDate === 'string' ? `${formatDateTime(d.previousNextBillingDate)} → ` : '';
     out.push(`Next billing ${before}${formatDateTime(d.nextBillingDate)}`);
   }

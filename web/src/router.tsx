@@ -1,6 +1,6 @@
 import { useEffect, useState, type AnchorHTMLAttributes, type MouseEvent, type ReactNode } from 'react';
 
-/** A tiny history router: the admin has five pages, which does not justify a routing library. */
+/** A tiny history router: the admin has a handful of pages, which does not justify a routing library. */
 export const ROUTES = {
   api: '/admin/settings/api',
   webhooks: '/admin/settings/webhooks',
@@ -8,19 +8,26 @@ export const ROUTES = {
   contracts: '/admin/contracts',
 } as const;
 
+/** A contract's own page. */
+export const contractUrl = (id: string) => `${ROUTES.contracts}/${encodeURIComponent(id)}`;
+/** The contract id of a contract page's path, or null. */
+export const contractIdOf = (path: string): string | null => /^\/admin\/contracts\/(\d{1,19})$/.exec(path)?.[1] ?? null;
+
 const listeners = new Set<() => void>();
 
+/** Goes to `url`; `replace` changes the current entry instead (a search being typed), and keeps the scroll. */
 export function navigate(url: string, opts: { replace?: boolean } = {}): void {
   if (opts.replace) window.history.replaceState(null, '', url);
   else window.history.pushState(null, '', url);
   listeners.forEach((l) => l());
-  window.scrollTo(0, 0);
+  if (!opts.replace) window.scrollTo(0, 0);
 }
 
-export function usePath(): string {
-  const [path, setPath] = useState(window.location.pathname);
+/** The current path and query string, updated on every navigation (in-app or the browser's back and forward). */
+export function useLocation(): { path: string; search: URLSearchParams } {
+  const [href, setHref] = useState(window.location.pathname + window.location.search);
   useEffect(() => {
-    const update = () => setPath(window.location.pathname);
+    const update = () => setHref(window.location.pathname + window.location.search);
     listeners.add(update);
     window.addEventListener('popstate', update);
     return () => {
@@ -28,7 +35,12 @@ export function usePath(): string {
       window.removeEventListener('popstate', update);
     };
   }, []);
-  return path.replace(/\/+$/, '') || '/';
+  const url = new URL(href, window.location.origin);
+  return { path: url.pathname.replace(/\/+$/, '') || '/', search: url.searchParams };
+}
+
+export function usePath(): string {
+  return useLocation().path;
 }
 
 const isInternal = (url: string) => url.startsWith('/admin') && !url.startsWith('/admin/api');

@@ -745,6 +745,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress */
             409: {
                 headers: {
@@ -963,6 +972,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description endpoint_limit_reached (10 endpoints already) or idempotency_in_progress */
             409: {
                 headers: {
@@ -1162,6 +1180,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description endpoint_limit_reached (10 endpoints already) or idempotency_in_progress */
             409: {
                 headers: {
@@ -1289,6 +1316,15 @@ export interface operations {
             };
             /** @description not_found: no such contract in this shop */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1425,6 +1461,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description endpoint_limit_reached (10 endpoints already) or idempotency_in_progress */
             409: {
                 headers: {
@@ -1538,6 +1583,15 @@ export interface operations {
             };
             /** @description not_found: no such contract in this shop */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1759,6 +1813,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description endpoint_limit_reached (10 endpoints already) or idempotency_in_progress */
             409: {
                 headers: {
@@ -1877,6 +1940,15 @@ export interface operations {
             };
             /** @description not_found: no such contract in this shop */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

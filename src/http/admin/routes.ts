@@ -10,24 +10,16 @@ import { ApiKey, KeyAccess } from '../../domain/resources.js';
 import type { Caller } from '../../services/caller.js';
 import type { ServiceContext } from '../../services/context.js';
 import { generateKey } from '../../services/generateKey.js';
-import { listContractEvents } from '../../services/listContractEvents.js';
-import { listContracts } from '../../services/listContracts.js';
 import { listKeys } from '../../services/listKeys.js';
 import { revokeKey } from '../../services/revokeKey.js';
 import { bearerToken } from '../../services/authenticateApiKey.js';
 import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
+import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import type { Shopify } from '../../platform/shopify/index.js';
 import { APP_SUBSCRIPTION_STATUSES } from '../../platform/shopify/install.js';
-import {
-  ContractIdParams,
-  ContractListResponse,
-  EventListResponse,
-  ListContractsQuery,
-  ListEventsQuery,
-} from '../api/v1/schemas.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -80,7 +72,9 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   const { ctx, credentials, shopify } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
 
-  r.addHook('preHandler', async (req: FastifyRequest) => {
+  // Before the body is read: a caller without a valid session token costs no parsing, and is refused (with the
+  // connection closed) even while it is still sending its body.
+  r.addHook('onRequest', async (req: FastifyRequest) => {
     const token = bearerToken(req.headers.authorization);
     if (!token || mentionsKey(token)) {
       throw new ServiceError('unauthorized', 'The admin API takes the platform session token, not an API key. Open the app from the shop admin.');
@@ -175,16 +169,6 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     handler: async (req) => ({ key: await revokeKey({ ctx, input: { shopId: shopId(req), keyId: req.params.id } }) }),
   });
 
-  r.get('/contracts', {
-    schema: { tags, querystring: ListContractsQuery, response: { 200: ContractListResponse, ...adminErrors } },
-    handler: async (req) => listContracts({ ctx, input: { caller: caller(req), ...req.query } }),
-  });
-
-  r.get('/contracts/:contract_id/events', {
-    schema: { tags, params: ContractIdParams, querystring: ListEventsQuery, response: { 200: EventListResponse, ...adminErrors } },
-    handler: async (req) =>
-      listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
-  });
-
+  adminContractRoutes(app, ctx, caller);
   adminWebhookRoutes(app, ctx, caller);
 }

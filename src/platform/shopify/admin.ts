@@ -157,7 +157,8 @@ export class ShopifyAdmin {
       expiring: '1',
     });
     const now = this.clock.now();
-    const values = this.tokenColumns(shop.id, answer, now);
+    // A new token: whatever the platform refused before is history (the shop installed again).
+    const values = { ...this.tokenColumns(shop.id, answer, now), accessRefusedAt: null };
     const existing = await this.ctx.db.orm.select({ shopId: platformInstallations.shopId }).from(platformInstallations).where(eq(platformInstallations.shopId, shop.id));
     await this.ctx.db.orm
       .insert(platformInstallations)
@@ -260,7 +261,12 @@ export class ShopifyAdmin {
           return token;
         }
         const refresh = row.refresh_token ? this.cipher.open(row.refresh_token, shopId) : null;
-        if (!refresh) throw notInstalled();
+        if (!refresh) {
+          if (token !== stale) throw notInstalled();
+          // The platform refused the access token and there is no refresh token to try: that refusal is kept.
+          await run(`UPDATE platform_installations SET access_refused_at = $2, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]);
+          return { refused: notInstalled() };
+        }
         let answer: TokenAnswer;
         try {
           answer = await this.tokenRequest(row.domain, {
@@ -273,7 +279,13 @@ export class ShopifyAdmin {
           if (!(err instanceof ServiceError && err.code === 'app_not_installed')) throw err;
           // The platform will not refresh this token again (its answer to an earlier refresh was lost, say, which
           // spent the refresh token): forget both, so the merchant's next visit to the app exchanges a new one.
-          await run(`UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]);
+          // Asked because the platform had just refused the access token (a 401), this is the platform refusing svc
+          // the shop altogether, as after an uninstall: kept (access_refused_at), for the uninstall's confirmation.
+          await run(
+            `UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2,
+                    access_refused_at = CASE WHEN $3::boolean THEN $2 ELSE access_refused_at END WHERE shop_id = $1`,
+            [shopId, this.clock.now(), stale !== undefined && token === stale],
+          );
           this.tokens.delete(shopId);
           return { refused: err };
         }

@@ -7,17 +7,31 @@
  */
 
 /**
- * What the mirror holds of a contract (mirrorFields in contracts.ts maps it): its first MIRRORED_LINES lines. The
- * platform's query cost counts a connection's page size, and a page of contracts must stay under its 1,000-point
- * limit: 10 contracts × (5 + 40 lines × 2) ≈ 850.
+ * What the mirror holds of a contract (mirrorFields in contracts.ts maps it): its first MIRRORED_LINES lines and
+ * MIRRORED_DISCOUNTS discounts. The platform's query cost counts a connection's page size, and a page of contracts
+ * must stay under its 1,000-point limit: 8 contracts × (9 + 40 lines × 2 + 5 discounts × 3) ≈ 850.
  */
 export const MIRRORED_LINES = 40;
-export const CONTRACTS_PER_PAGE = 10;
-const CONTRACT_FIELDS = `
-  id status nextBillingDate createdAt updatedAt revisionId
+/** Discounts of a contract the mirror reads: a contract has a handful at most. */
+export const MIRRORED_DISCOUNTS = 5;
+export const CONTRACTS_PER_PAGE = 8;
+const ADDRESS_FIELDS = 'firstName lastName address1 address2 city provinceCode zip countryCodeV2 phone';
+const DISCOUNT_FIELDS = `id title type value {
+      ... on SubscriptionDiscountPercentageValue { percentage }
+      ... on SubscriptionDiscountFixedAmountValue { amount { amount currencyCode } appliesOnEachItem }
+    }`;
+/** A contract's fields besides its lines and discounts (the bulk query nests those differently). */
+const CONTRACT_SCALARS = `id status nextBillingDate createdAt updatedAt revisionId currencyCode
   customer { id defaultEmailAddress { emailAddress } }
   billingPolicy { interval intervalCount }
-  lines(first: ${MIRRORED_LINES}) { nodes { title variantId quantity currentPrice { amount currencyCode } } }`;
+  deliveryPolicy { interval intervalCount }
+  deliveryPrice { amount currencyCode }
+  deliveryMethod { ... on SubscriptionDeliveryMethodShipping { address { ${ADDRESS_FIELDS} } } }`;
+const LINE_FIELDS = 'id title variantId quantity currentPrice { amount currencyCode }';
+const CONTRACT_FIELDS = `
+  ${CONTRACT_SCALARS}
+  lines(first: ${MIRRORED_LINES}) { nodes { ${LINE_FIELDS} } }
+  discounts(first: ${MIRRORED_DISCOUNTS}) { nodes { ${DISCOUNT_FIELDS} } }`;
 
 export const CONTRACT = `query SvcContract($id: ID!) {
   subscriptionContract(id: $id) {${CONTRACT_FIELDS}
@@ -45,10 +59,9 @@ export const BULK_CONTRACTS_QUERY = `{
   subscriptionContracts {
     edges {
       node {
-        id status nextBillingDate createdAt updatedAt revisionId
-        customer { id defaultEmailAddress { emailAddress } }
-        billingPolicy { interval intervalCount }
-        lines { edges { node { title variantId quantity currentPrice { amount currencyCode } } } }
+        ${CONTRACT_SCALARS}
+        lines { edges { node { ${LINE_FIELDS} } } }
+        discounts { edges { node { ${DISCOUNT_FIELDS} } } }
       }
     }
   }
@@ -101,6 +114,13 @@ export const SUBSCRIBE = `mutation SvcSubscribe($topic: WebhookSubscriptionTopic
 export const APP_SUBSCRIPTIONS = `query SvcAppSubscriptions {
   currentAppInstallation { activeSubscriptions { id name status test } }
 }`;
+/**
+ * The cheapest question svc can ask with a shop's token (cost 1): answered, the app is installed on the shop; a 401
+ * (and a refused refresh) says it is not. Confirms an uninstall before svc acts on one (uninstallConfirmation.ts).
+ */
+export const APP_INSTALLATION = `query SvcAppInstallation {
+  currentAppInstallation { id }
+}`;
 export const CREATE_APP_SUBSCRIPTION = `mutation SvcCreateAppSubscription($name: String!, $returnUrl: URL!, $test: Boolean, $items: [AppSubscriptionLineItemInput!]!) {
   appSubscriptionCreate(name: $name, returnUrl: $returnUrl, test: $test, lineItems: $items) {
     appSubscription { id status }
@@ -137,6 +157,7 @@ export const ALL_DOCUMENTS = {
   WEBHOOK_SUBSCRIPTIONS,
   SUBSCRIBE,
   APP_SUBSCRIPTIONS,
+  APP_INSTALLATION,
   CREATE_APP_SUBSCRIPTION,
   APP_SUBSCRIPTION,
   RUN_BULK_QUERY,

@@ -6,9 +6,10 @@ import { API_PLAN } from '../../domain/access.js';
 import { ServiceError } from '../../domain/errors.js';
 import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
-import { mirrorFields, type MirrorFields, type PlatformContract } from './contracts.js';
+import { mirrorFields, type PlatformContract, type PlatformDiscount, type PlatformLine } from './contracts.js';
+import type { PlatformContract as MirroredContract } from '../../db/mirror.js';
 import * as doc from './documents.js';
-import { insertContracts } from './sync.js';
+import { insertContracts } from '../../services/platformSync.js';
 
 /** Every topic svc subscribes to at install (the compliance topics are declared in the app's configuration). */
 export const WEBHOOK_TOPICS = [
@@ -305,7 +306,7 @@ export class ShopifyInstaller {
     if (!res?.ok || !res.body) throw new ServiceError('platform_unavailable', 'The bulk import result could not be downloaded.');
     const lines = createInterface({ input: Readable.fromWeb(res.body as never), crlfDelay: Infinity });
     let batch: PlatformContract[] = [];
-    let current: (PlatformContract & { lines: PlatformContract['lines'] & unknown[] }) | null = null;
+    let current: (PlatformContract & { lines: PlatformLine[]; discounts: PlatformDiscount[] }) | null = null;
     let done = 0;
     const flush = async () => {
       await insertContracts(this.ctx, shopId, usable(batch));
@@ -317,10 +318,11 @@ export class ShopifyInstaller {
       if (!line.trim()) continue;
       const o = JSON.parse(line) as Record<string, unknown>;
       if (o.__parentId) {
-        if (current && o.__parentId === current.id) (current.lines as unknown[]).push(o);
+        // A contract's lines and discounts follow it, each with the contract's id; a line is the one with a quantity.
+        if (current && o.__parentId === current.id) ('quantity' in o ? current.lines : current.discounts).push(o as never);
         continue;
       }
-      current = { ...(o as unknown as PlatformContract), lines: [] };
+      current = { ...(o as unknown as PlatformContract), lines: [], discounts: [] };
       batch.push(current);
       if (batch.length > INSERT_BATCH) {
         // Keep the contract being read (its lines may follow); insert the ones before it.
@@ -361,8 +363,8 @@ export class ShopifyInstaller {
   }
 }
 
-function usable(nodes: PlatformContract[]): MirrorFields[] {
-  const out: MirrorFields[] = [];
+function usable(nodes: PlatformContract[]): MirroredContract[] {
+  const out: MirroredContract[] = [];
   for (const n of nodes) {
     const f = mirrorFields(n);
     if (f) out.push(f);

@@ -1,14 +1,14 @@
 import { eq } from 'drizzle-orm';
 import { shops } from '../../db/schema.js';
-import type { ContractPlan, PlannedEvent } from '../../domain/changes.js';
+import type { Decision } from '../../domain/commands/command.js';
+import { unreachable } from '../../domain/unreachable.js';
 import { ServiceError } from '../../domain/errors.js';
 import { iso } from '../../domain/time.js';
 import type { Database } from '../../db/client.js';
-import type { PlatformPort } from '../../services/platform.js';
+import type { Executed, Execution, PlatformPort } from '../../services/platform.js';
 import { TokenNeeded, type ShopifyAdmin, type ShopRef } from './admin.js';
 import { contractGid, mirrorFields, type PlatformContract } from './contracts.js';
-import { mirrored, mirrorOf } from './sync.js';
-import { planSync } from '../../domain/changes.js';
+import { ShopifyEdits } from './edits.js';
 import * as doc from './documents.js';
 
 type UserError = { field: string[] | null; message: string; code: string | null };
@@ -53,10 +53,14 @@ export class ShopifyPlatform implements PlatformPort {
   readonly name = 'shopify' as const;
   readonly callsOut = true;
 
+  private readonly edits: ShopifyEdits;
+
   constructor(
     readonly admin: ShopifyAdmin,
     readonly shops: ShopDirectory,
-  ) {}
+  ) {
+    this.edits = new ShopifyEdits(admin);
+  }
 
   /** The shop's domain and a fresh access token in memory, before the change; a refused token is refreshed. */
   async prepare(shopId: string, failure?: unknown): Promise<{ retry: boolean }> {
@@ -70,58 +74,54 @@ export class ShopifyPlatform implements PlatformPort {
     return { retry: true };
   }
 
-  async carryOut({ shopId, contract, plan }: Parameters<PlatformPort['carryOut']>[0]): Promise<ContractPlan> {
-    // No database here (prepare loaded the shop and the token): this may run inside the locked fallback.
+  async execute({ shopId, contract, before, step, preview }: Execution): Promise<Executed> {
+    // No database here (prepare loaded the shop and the token).
     const shop = this.shops.known(shopId);
     if (!shop) throw new TokenNeeded();
     const gid = contractGid(contract.id);
-    let last: ContractAnswer | null = null;
-    let result = plan;
-    let before = contract.nextBillingDate;
-    for (const [i, e] of plan.events.entries()) {
-      switch (e.type) {
-        case 'contract.paused':
-        case 'contract.cancelled':
-          last = await this.setStatus(shop, gid, e.to as 'PAUSED' | 'CANCELLED');
-          break;
-        case 'contract.resumed':
-          last = await this.setStatus(shop, gid, 'ACTIVE');
-          // svc moves a past next billing date to the first one after now; the platform's date is the app's to set.
-          if (e.after.nextBillingDate.getTime() !== before.getTime()) last = await this.setNextBillingDate(shop, gid, e.after.nextBillingDate);
-          break;
-        case 'contract.skipped': {
-          const skipped = await this.skipCycle(shop, gid, before);
-          try {
-            const following = await this.cycleDate(shop, gid, skipped + 1);
-            last = await this.setNextBillingDate(shop, gid, following);
-            result = withNextBillingDate(result, i, following);
-          } catch (err) {
-            // The cycle is skipped on the platform but the skip could not be finished: undone, so that the answer
-            // (nothing changed) is true and a retry starts from where it did. A skip leaves no new revision for the
-            // inbox or reconciliation to notice, so nothing else would ever put the two back in step.
-            await this.unskipCycle(shop, gid, skipped).catch(() => {});
-            throw err;
-          }
-          break;
-        }
-        case 'contract.rescheduled':
-          last = await this.setNextBillingDate(shop, gid, e.after.nextBillingDate);
-          break;
-        default:
-          // contract.pause_updated: resumeAt only, which the platform does not hold.
-          break;
+    const { command, decision } = step;
+    const answered = (answer: ContractAnswer, d: Decision = decision): Executed => {
+      const f = mirrorFields(answer);
+      return f ? { decision: d, platform: { state: f.state, mark: f.mark } } : { decision: d };
+    };
+    switch (command.name) {
+      case 'pause':
+        // Pausing a paused contract changes only resumeAt, which is svc's own: nothing to ask the platform.
+        if (before.status === 'PAUSED') return { decision };
+        return answered(await this.setStatus(shop, gid, 'PAUSED'));
+      case 'cancel':
+        return answered(await this.setStatus(shop, gid, 'CANCELLED'));
+      case 'resume': {
+        let answer = await this.setStatus(shop, gid, 'ACTIVE');
+        // svc moves a past next billing date to the first one after now; the platform's date is the app's to set.
+        const next = decision.contract.nextBillingDate;
+        if (next.getTime() !== before.nextBillingDate.getTime()) answer = await this.setNextBillingDate(shop, gid, next);
+        return answered(answer);
       }
-      before = result.events[i].after.nextBillingDate;
+      case 'skip': {
+        const skipped = await this.skipCycle(shop, gid, before.nextBillingDate);
+        try {
+          const following = await this.cycleDate(shop, gid, skipped + 1);
+          const answer = await this.setNextBillingDate(shop, gid, following);
+          return answered(answer, withNextBillingDate(decision, following));
+        } catch (err) {
+          // The cycle is skipped on the platform but the skip could not be finished: undone, so that the answer
+          // (nothing changed) is true and a retry starts from where it did. A skip leaves no new revision for the
+          // inbox or reconciliation to notice, so nothing else would ever put the two back in step.
+          await this.unskipCycle(shop, gid, skipped).catch(() => {});
+          throw err;
+        }
+      }
+      case 'reschedule':
+        return answered(await this.setNextBillingDate(shop, gid, decision.contract.nextBillingDate));
+      case 'edit':
+        return this.edits.execute(shop, gid, before, { ...step, command }, preview ?? false);
+      case 'sync':
+        // What the platform said: nothing to tell it.
+        return { decision };
+      default:
+        return unreachable(command);
     }
-    if (!last) return result;
-    const f = mirrorFields(last);
-    if (!f) return { ...result, mirror: { ...result.mirror, platformRevision: last.revisionId, platformUpdatedAt: new Date(last.updatedAt) } };
-    // The answer is the contract at its new revision, which the mirror now records: anything the platform changed
-    // besides svc's own change (lines edited in the shop admin a moment ago, say) is taken in here, as its own
-    // platform event, or a later re-read at the same revision would never show it.
-    const planned = { ...contract, ...result.state };
-    const rest = planSync(mirrored(planned), mirrored({ ...planned, ...f, pausedAt: planned.pausedAt, resumeAt: planned.resumeAt }), f.platformUpdatedAt, mirrorOf(f));
-    return { state: rest.state, events: [...result.events, ...rest.events], mirror: rest.mirror };
   }
 
   private async setStatus(shop: ShopRef, gid: string, target: keyof typeof STATUS_MUTATIONS): Promise<ContractAnswer> {
@@ -182,12 +182,8 @@ const HELD = { heldToken: true };
 const quote = (s: string) => JSON.stringify(s.slice(0, 300));
 const rejected = (message: string) => new ServiceError('platform_rejected', `The platform refused the change: ${message.slice(0, 300)}`);
 
-/** The plan with the platform's next billing date from event `at` on (a skip lands where the platform's cycles say). */
-function withNextBillingDate(plan: ContractPlan, at: number, date: Date): ContractPlan {
-  const events = plan.events.map((e, i): PlannedEvent => {
-    if (i < at) return e;
-    const after = { ...e.after, nextBillingDate: date };
-    return i === at ? { ...e, after, data: { ...e.data, nextBillingDate: iso(date) } } : { ...e, after };
-  });
-  return { ...plan, state: { ...plan.state, nextBillingDate: date }, events };
+/** The decision with the platform's next billing date (a skip lands where the platform's cycles say). */
+function withNextBillingDate(d: Decision, date: Date): Decision {
+  const contract = { ...d.contract, nextBillingDate: date };
+  return { contract, events: d.events.map((e) => ({ ...e, after: contract, data: { ...e.data, nextBillingDate: iso(date) } })) };
 }

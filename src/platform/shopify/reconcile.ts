@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../../services/context.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
-import { isNewerRevision, mirrorFields, type PlatformContract } from './contracts.js';
+import { mirrorFields, type PlatformContract } from './contracts.js';
 import * as doc from './documents.js';
-import { ContractBusy } from '../../db/commitContractChange.js';
-import type { MirrorFields } from './contracts.js';
-import { mirroredRevisions, syncContract, syncContracts, type SyncOutcome } from './sync.js';
+import type { PlatformContract as MirroredContract } from '../../db/mirror.js';
+import { ContractBusy } from '../../services/changeContract.js';
+import { staleContracts, syncContracts, syncUnlessBusy } from '../../services/platformSync.js';
 
 /** Re-reads this much before the last sweep: the platform's clock and svc's may differ, and updatedAt is to the second. */
 const OVERLAP_MS = 60_000;
@@ -43,15 +43,11 @@ export class Reconciler {
     for (;;) {
       type Page = { subscriptionContracts: { nodes: PlatformContract[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
       const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query });
-      const fields = page.subscriptionContracts.nodes.map(mirrorFields).filter((f): f is MirrorFields => f !== null);
-      const mirror = await mirroredRevisions(this.ctx, shop.id, fields.map((f) => f.id));
+      const fields = page.subscriptionContracts.nodes.map(mirrorFields).filter((f): f is MirroredContract => f !== null);
       report.checked += fields.length;
       // What the mirror already holds (the contract's own actions, mostly) is not written again; the rest of the
       // page is applied together, and a contract an action holds right now once that action is done.
-      const stale = fields.filter((f) => {
-        const m = mirror.get(f.id);
-        return !(m && !m.leased && m.revision !== null && !isNewerRevision(f.platformRevision, m.revision));
-      });
+      const stale = await staleContracts(this.ctx, shop.id, fields);
       const outcomes = await syncContracts(this.ctx, shop.id, stale, { announce: true });
       for (const f of stale) {
         let outcome = outcomes.get(f.id)!;
@@ -67,20 +63,5 @@ export class Reconciler {
       run(`UPDATE platform_installations SET synced_until = $2, last_sync_at = $2, updated_at = $2 WHERE shop_id = $1`, [shop.id, started]),
     );
     return report;
-  }
-}
-
-/**
- * Platform sync of one contract; one that an action is changing on the platform at this moment (leased) is tried
- * again shortly, the action's own commit coming first. Still busy after that, the sweep fails and is run again.
- */
-async function syncUnlessBusy(ctx: ServiceContext, shopId: string, f: MirrorFields): Promise<SyncOutcome> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await syncContract(ctx, shopId, f, { announce: true });
-    } catch (err) {
-      if (!(err instanceof ContractBusy) || attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
   }
 }

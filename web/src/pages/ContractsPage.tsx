@@ -1,58 +1,114 @@
-import { Badge, BlockStack, Box, Card, InlineGrid, InlineStack, Page, Pagination, Select, SkeletonBodyText, Text } from '@shopify/polaris';
+import { BlockStack, Box, Button, Card, Icon, InlineGrid, Page, Select, SkeletonBodyText, Text, TextField } from '@shopify/polaris';
+import { SearchIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, type Contract, type ContractStatus } from '../api';
+import { ApiError, type ContractPage, type ContractStatus } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { formatDateTime, intervalLabel, STATUS_LABEL, STATUS_TONE } from '../format';
-import { ContractHistory } from './ContractHistory';
+import { STATUS_LABEL } from '../format';
+import { navigate, ROUTES, useLocation } from '../router';
+import { ContractsTable } from './ContractsTable';
 import { ImportBanner, useImportProgress } from './ImportProgress';
 
-const PAGE_SIZE = 20;
+const PAGE_SIZE = 25;
+/** How long typing may pause before the list follows the search box. */
+const TYPING_MS = 300;
+const STATUSES = Object.keys(STATUS_LABEL) as ContractStatus[];
 const FILTERS: { label: string; value: '' | ContractStatus }[] = [
   { label: 'All statuses', value: '' },
-  { label: 'Active', value: 'ACTIVE' },
-  { label: 'Paused', value: 'PAUSED' },
-  { label: 'Cancelled', value: 'CANCELLED' },
-  { label: 'Expired', value: 'EXPIRED' },
-  { label: 'Failed', value: 'FAILED' },
+  ...STATUSES.map((s) => ({ label: STATUS_LABEL[s], value: s })),
 ];
 
+/** The list's state lives in the address, so a contract's page leads back to the same search, filter and page. */
+type ListState = { query: string; status: '' | ContractStatus; cursor: string; page: number };
+
+function readState(search: URLSearchParams): ListState {
+  const status = search.get('status') ?? '';
+  return {
+    query: search.get('query') ?? '',
+    status: (STATUSES as string[]).includes(status) ? (status as ContractStatus) : '',
+    cursor: search.get('cursor') ?? '',
+    page: Math.max(1, Number.parseInt(search.get('page') ?? '1', 10) || 1),
+  };
+}
+
+export function contractsListUrl(s: ListState): string {
+  const params = new URLSearchParams();
+  if (s.query) params.set('query', s.query);
+  if (s.status) params.set('status', s.status);
+  if (s.cursor) params.set('cursor', s.cursor);
+  if (s.cursor && s.page > 1) params.set('page', String(s.page));
+  const qs = params.toString();
+  return qs ? `${ROUTES.contracts}?${qs}` : ROUTES.contracts;
+}
+
+/** Where a contract's page leads back to: the list as the merchant last saw it in this tab. */
+export let lastContractsListUrl: string = ROUTES.contracts;
+
 /**
- * Contracts and what happened to them, so a merchant sees what the API (or MCP, the scheduler, the platform) did.
- * In platform mode the install's import is shown while it runs, and the list follows it.
+ * The shop's contracts, newest first, found by contract number or the start of the customer's email and by status,
+ * a page at a time; each row opens the contract's page. In platform mode the install's import is shown while it runs,
+ * and the list follows it.
  */
 export function ContractsPage() {
   const { api } = useAdminApi();
-  const [status, setStatus] = useState<'' | ContractStatus>('');
-  // cursors[i] is the cursor that loads page i; page 0 has none.
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const [page, setPage] = useState(0);
-  const [data, setData] = useState<{ contracts: Contract[]; nextCursor: string | null } | null>(null);
+  const { search } = useLocation();
+  const state = readState(search);
+  const { query, status, cursor, page } = state;
+  lastContractsListUrl = contractsListUrl(state);
+  const [draft, setDraft] = useState(query);
+  const [data, setData] = useState<ContractPage | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   const [loading, setLoading] = useState(true);
+  const request = useRef(0);
+
+  const go = useCallback((next: Partial<ListState>, opts: { replace?: boolean } = {}) => {
+    navigate(contractsListUrl({ ...readState(new URLSearchParams(window.location.search)), ...next }), opts);
+  }, []);
 
   const load = useCallback(async () => {
+    // Only the answer to the latest request is shown: a slow answer to an older search must not replace it.
+    const mine = ++request.current;
     setLoading(true);
     setError(null);
     try {
-      setData(await api.contracts({ status: status || undefined, cursor: cursors[page], limit: PAGE_SIZE }));
+      const res = await api.contracts({ query: query.trim() || undefined, status: status || undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
+      if (mine === request.current) setData(res);
     } catch (err) {
-      setError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
+      if (mine === request.current) setError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
     } finally {
-      setLoading(false);
+      if (mine === request.current) setLoading(false);
     }
-  }, [api, status, cursors, page]);
+  }, [api, query, status, cursor]);
   useEffect(() => {
     void load();
   }, [load]);
+
+  // Each search starts at the newest contracts. The box follows the address only when it changed elsewhere (back
+  // and forward): a search the box itself started must not overwrite what was typed since.
+  const searched = useRef(query);
+  const searchFor = useCallback((text: string) => {
+    searched.current = text;
+    go({ query: text, cursor: '', page: 1 }, { replace: true });
+  }, [go]);
+  useEffect(() => {
+    if (query === searched.current) return;
+    searched.current = query;
+    setDraft(query);
+  }, [query]);
+  // Typing searches once it pauses.
+  useEffect(() => {
+    if (draft === searched.current) return;
+    const timer = setTimeout(() => searchFor(draft), TYPING_MS);
+    return () => clearTimeout(timer);
+  }, [draft, searchFor]);
 
   const importState = useImportProgress();
   const [importNoticeDismissed, setImportNoticeDismissed] = useState(false);
   const progress = importState.progress;
   const importing = progress !== null && progress.status !== 'completed';
-  // The effects below reload whatever the merchant is looking at (filter, page), without restarting on each change of it.
-  const latest = useRef({ load, data, page });
-  latest.current = { load, data, page };
+  // The effects below reload whatever the merchant is looking at (search, filter, page), without restarting on each change of it.
+  const latest = useRef({ load, data, cursor });
+  latest.current = { load, data, cursor };
   // Once the import completes, the list shows everything it brought in.
   useEffect(() => {
     if (importState.finishedHere) void latest.current.load();
@@ -60,114 +116,107 @@ export function ContractsPage() {
   // While it runs, a first page that is not full yet fills in as contracts arrive; a full page stays put.
   const imported = progress?.imported ?? 0;
   useEffect(() => {
-    const { data: shown, page: at, load: reload } = latest.current;
-    if (importing && imported > 0 && at === 0 && shown && shown.contracts.length < PAGE_SIZE) void reload();
+    const { data: shown, cursor: at, load: reload } = latest.current;
+    if (importing && imported > 0 && !at && shown && shown.contracts.length < PAGE_SIZE) void reload();
   }, [importing, imported]);
 
-  const changeStatus = (v: string) => {
-    setStatus(v as '' | ContractStatus);
-    setCursors([undefined]);
-    setPage(0);
-  };
-  const next = () => {
-    if (!data?.nextCursor) return;
-    setCursors((c) => [...c.slice(0, page + 1), data.nextCursor!]);
-    setPage((p) => p + 1);
-  };
+  const searching = Boolean(query.trim() || status);
+  const pagination =
+    data && (data.previousCursor || data.nextCursor)
+      ? {
+          hasPrevious: Boolean(data.previousCursor),
+          onPrevious: () => go({ cursor: page <= 2 ? '' : data.previousCursor!, page: page - 1 }),
+          hasNext: Boolean(data.nextCursor),
+          onNext: () => go({ cursor: data.nextCursor!, page: page + 1 }),
+          label: `Page ${page}`,
+        }
+      : undefined;
 
   return (
-    <Page title="Contracts" subtitle="Subscription contracts of this store and every change made to them.">
+    <Page title="Contracts" subtitle="Subscription contracts of this store, newest first. Open one to see its history and change it.">
       <BlockStack gap="400">
-        <Card>
-          <Box maxWidth="20rem">
-            <Select label="Status" options={FILTERS} value={status} onChange={changeStatus} />
-          </Box>
-        </Card>
         {!importNoticeDismissed && <ImportBanner state={importState} onDismiss={() => setImportNoticeDismissed(true)} />}
-        <ErrorBanner error={error} title="The contracts could not be loaded" />
-        {loading && !data ? (
-          <Card>
-            <SkeletonBodyText lines={6} />
-          </Card>
-        ) : data && data.contracts.length === 0 ? (
-          <Card>
-            <BlockStack gap="200" inlineAlign="center">
-              <Text as="p" variant="headingSm">
-                {status ? `No ${STATUS_LABEL[status].toLowerCase()} contracts` : importing ? 'No contracts imported yet' : 'No contracts yet'}
-              </Text>
-              <Text as="p" tone="subdued" alignment="center">
-                {status
-                  ? 'Choose another status to see more contracts.'
-                  : importing
-                    ? 'Contracts appear here as the import brings them in from Shopify.'
-                    : 'Contracts appear here when customers subscribe.'}
-              </Text>
-            </BlockStack>
-          </Card>
-        ) : (
-          <div aria-busy={loading}>
-            <BlockStack gap="300">
-              {data?.contracts.map((c) => <ContractCard key={c.id} contract={c} />)}
-            </BlockStack>
-          </div>
-        )}
-        {data && (page > 0 || data.nextCursor) && (
-          <InlineStack align="center">
-            <Pagination
-              hasPrevious={page > 0}
-              onPrevious={() => setPage((p) => Math.max(0, p - 1))}
-              hasNext={Boolean(data.nextCursor)}
-              onNext={next}
-              label={`Page ${page + 1}`}
-            />
-          </InlineStack>
-        )}
+        <Card padding="0">
+          <Box padding="400">
+            <form
+              role="search"
+              aria-label="Find contracts"
+              onSubmit={(e) => {
+                e.preventDefault();
+                searchFor(draft);
+              }}
+            >
+              <InlineGrid columns={{ xs: 1, md: '2fr 1fr' }} gap="300">
+                <TextField
+                  label="Search"
+                  type="search"
+                  placeholder="Contract number or customer email"
+                  helpText="A contract number, or the start of the customer's email."
+                  prefix={<Icon source={SearchIcon} />}
+                  value={draft}
+                  onChange={setDraft}
+                  clearButton
+                  onClearButtonClick={() => {
+                    setDraft('');
+                    searchFor('');
+                  }}
+                  autoComplete="off"
+                  maxLength={254}
+                />
+                <Select label="Status" options={FILTERS} value={status} onChange={(v) => go({ status: v as '' | ContractStatus, cursor: '', page: 1 }, { replace: true })} />
+              </InlineGrid>
+            </form>
+          </Box>
+          <Box paddingInline="400" paddingBlockEnd={error ? '400' : '0'}>
+            <ErrorBanner error={error} title="The contracts could not be loaded" />
+          </Box>
+          {!data ? (
+            loading && (
+              <Box padding="400">
+                <SkeletonBodyText lines={6} />
+              </Box>
+            )
+          ) : data.contracts.length === 0 ? (
+            <Box padding="400" borderBlockStartWidth="025" borderColor="border">
+              <BlockStack gap="200" inlineAlign="center">
+                <Text as="p" variant="headingSm">
+                  {emptyTitle(state, importing)}
+                </Text>
+                <Text as="p" tone="subdued" alignment="center">
+                  {searching
+                    ? 'Check the contract number, or search by the first letters of the customer’s email.'
+                    : importing
+                      ? 'Contracts appear here as the import brings them in from Shopify.'
+                      : 'Contracts appear here when customers subscribe.'}
+                </Text>
+                {(searching || cursor) && (
+                  <Button
+                    onClick={() => {
+                      setDraft('');
+                      searched.current = '';
+                      go({ query: '', status: '', cursor: '', page: 1 });
+                    }}
+                  >
+                    Show all contracts
+                  </Button>
+                )}
+              </BlockStack>
+            </Box>
+          ) : (
+            <div aria-busy={loading}>
+              <ContractsTable contracts={data.contracts} pagination={pagination} />
+            </div>
+          )}
+        </Card>
       </BlockStack>
     </Page>
   );
 }
 
-function ContractCard({ contract: c }: { contract: Contract }) {
-  const titleId = `contract-${c.id}-title`;
-  const lines = c.lines.map((l) => `${l.quantity} × ${l.title}`).join(', ');
-  return (
-    <section aria-labelledby={titleId}>
-      <Card>
-        <BlockStack gap="300">
-          <InlineStack align="space-between" blockAlign="center" gap="200">
-            <Text as="h2" variant="headingMd" id={titleId}>
-              Contract #{c.id}
-            </Text>
-            <Badge tone={STATUS_TONE[c.status]}>{STATUS_LABEL[c.status]}</Badge>
-          </InlineStack>
-          <Text as="p" tone="subdued">
-            {c.customer.email} · {intervalLabel(c.billingPolicy.interval, c.billingPolicy.intervalCount)}
-            {lines ? ` · ${lines}` : ''}
-          </Text>
-          <InlineGrid columns={{ xs: 1, sm: 3 }} gap="300">
-            <Field label="Next billing date" value={formatDateTime(c.nextBillingDate)} />
-            <Field
-              label="Resume date"
-              value={c.status === 'PAUSED' ? formatDateTime(c.resumeAt, 'Paused until resumed') : '—'}
-            />
-            {c.status === 'PAUSED' && <Field label="Paused since" value={formatDateTime(c.pausedAt)} />}
-            {c.status === 'CANCELLED' && <Field label="Cancelled" value={formatDateTime(c.cancelledAt)} />}
-          </InlineGrid>
-          {c.cancellationReason && <Text as="p">Cancellation reason: {c.cancellationReason}</Text>}
-          <ContractHistory contractId={c.id} updatedAt={c.updatedAt} />
-        </BlockStack>
-      </Card>
-    </section>
-  );
-}
-
-function Field({ label, value }: { label: string; value: string }) {
-  return (
-    <BlockStack gap="050">
-      <Text as="p" variant="bodySm" tone="subdued">
-        {label}
-      </Text>
-      <Text as="p">{value}</Text>
-    </BlockStack>
-  );
+function emptyTitle(s: ListState, importing: boolean): string {
+  const what = s.status ? `${STATUS_LABEL[s.status].toLowerCase()} contracts` : 'contracts';
+  if (s.query.trim()) return `No ${what} match “${s.query.trim()}”`;
+  if (s.status) return `No ${what}`;
+  if (s.cursor) return 'No more contracts';
+  return importing ? 'No contracts imported yet' : 'No contracts yet';
 }

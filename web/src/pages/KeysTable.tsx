@@ -1,5 +1,6 @@
 import { Badge, BlockStack, Button, IndexTable, InlineStack, Text, useBreakpoints } from '@shopify/polaris';
 import type { ApiKey } from '../api';
+import { CondensedCell, DateTimeCell } from '../components/TableCells';
 import { formatDateTime } from '../format';
 import { keyLabel } from './keyLabel';
 
@@ -25,14 +26,12 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
       </span>
     ) : null;
   const access = (k: ApiKey) => (k.access === 'read_only' ? <Badge>Read only</Badge> : <Badge tone="info">Read and write</Badge>);
-  const fingerprint = (k: ApiKey) => (
-<span className="svc-mono">{k.fingerprint}</span>
-  );
+  const fingerprint = (k: ApiKey) => <span className="svc-mono">{k.fingerprint}</span>;
 
   const rows = keys.map((k, i) =>
     smDown ? (
       <IndexTable.Row id={`key-${k.id}`} key={k.id} position={i}>
-        <IndexTable.Cell>
+        <CondensedCell>
           <BlockStack gap="100">
             <InlineStack align="space-between" blockAlign="center" gap="200">
               {name(k)}
@@ -50,7 +49,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
             </Text>
             {revoke(k)}
           </BlockStack>
-        </IndexTable.Cell>
+        </CondensedCell>
       </IndexTable.Row>
     ) : (
       <IndexTable.Row id={`key-${k.id}`} key={k.id} position={i}>
@@ -58,9 +57,9 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         <IndexTable.Cell>{fingerprint(k)}</IndexTable.Cell>
         <IndexTable.Cell>{access(k)}</IndexTable.Cell>
         <IndexTable.Cell>{status(k)}</IndexTable.Cell>
-        <IndexTable.Cell>{formatDateTime(k.createdAt)}</IndexTable.Cell>
-        <IndexTable.Cell>{formatDateTime(k.lastUsedAt, 'Never')}</IndexTable.Cell>
-        <IndexTable.Cell>{formatDateTime(k.revokedAt)}</IndexTable.Cell>
+        <DateTimeCell iso={k.createdAt} />
+        <DateTimeCell iso={k.lastUsedAt} empty="Never" />
+        <DateTimeCell iso={k.revokedAt} />
         <IndexTable.Cell>{revoke(k)}</IndexTable.Cell>
       </IndexTable.Row>
     ),

@@ -4,6 +4,7 @@ import { Fragment, useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, type WebhookDelivery, type WebhookEndpoint } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
+import { CondensedCell, DateTimeCell } from '../components/TableCells';
 import { formatDateTime } from '../format';
 import { attemptAnswer, attemptCount, DELIVERY_STATUS, lastAnswer, plural } from './webhookText';
 
@@ -201,7 +202,7 @@ export function WebhookDeliveries({ endpoint, reloadKey, onActivity, onResent }:
     <Fragment key={d.id}>
       {smDown ? (
         <IndexTable.Row id={`delivery-${d.id}`} position={i}>
-          <IndexTable.Cell>
+          <CondensedCell>
             <BlockStack gap="100">
               <InlineStack align="space-between" blockAlign="start" gap="200">
                 {event(d)}
@@ -212,11 +213,11 @@ export function WebhookDeliveries({ endpoint, reloadKey, onActivity, onResent }:
               </Text>
               {actions(d)}
             </BlockStack>
-          </IndexTable.Cell>
+          </CondensedCell>
         </IndexTable.Row>
       ) : (
         <IndexTable.Row id={`delivery-${d.id}`} position={i}>
-          <IndexTable.Cell>{formatDateTime(d.createdAt)}</IndexTable.Cell>
+          <DateTimeCell iso={d.createdAt} />
           <IndexTable.Cell>{event(d)}</IndexTable.Cell>
           <IndexTable.Cell>{status(d)}</IndexTable.Cell>
           <IndexTable.Cell>{attemptCount(d)}</IndexTable.Cell>

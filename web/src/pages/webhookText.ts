@@ -11,8 +11,8 @@ export const WEBHOOK_EVENT_TYPES: { type: string; help: string }[] = [
   { type: 'contract.cancelled', help: 'A contract was cancelled.' },
   { type: 'contract.skipped', help: 'The next order of a contract was skipped.' },
   { type: 'contract.rescheduled', help: 'The next billing date of a contract changed.' },
+  { type: 'contract.updated', help: 'A contract’s lines, frequency, address, discounts, customer or date changed: by an edit, or on the platform.' },
   { type: 'contract.created', help: 'A contract was created on the platform (platform mode).' },
-  { type: 'contract.updated', help: 'A contract’s products, frequency, customer or date changed on the platform (platform mode).' },
   { type: 'contract.expired', help: 'A contract expired (platform mode).' },
   { type: 'contract.failed', help: 'A contract failed on the platform (platform mode).' },
 ];

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { actOnContract } from '../../../services/actOnContract.js';
+import { editContract } from '../../../services/editContract.js';
 import type { Caller } from '../../../services/caller.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { getContract } from '../../../services/getContract.js';
@@ -13,7 +14,10 @@ import {
   actionErrors,
   authErrors,
   ContractActionBody,
+  ContractEditBody,
+  ContractEditResponse,
   ContractIdParams,
+  editErrors,
   ContractListResponse,
   ContractResponse,
   EventListResponse,
@@ -93,7 +97,38 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     preValidation: requireJsonBody,
     config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderAction } },
     // With an Idempotency-Key, the result is recorded in the same commit as the action.
-    handler: async (req) =>
-      renderAction(await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } })),
+    handler: async (req) => {
+      const contract = await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      req.resultRecorded = !!req.idempotency;
+      return renderAction(contract);
+    },
+  });
+
+  const renderEdit = (contract: unknown) => ({ contract: contract as Contract, preview: false });
+  r.post('/subscription-contracts/:contract_id/edits', {
+    schema: {
+      operationId: 'editSubscriptionContract',
+      summary: 'Edit a subscription contract',
+      description:
+        'Change lines (set_quantity, swap_variant, add_line, remove_line), the frequency (set_frequency), the shipping ' +
+        'address (set_shipping_address) and discounts (apply_discount_code, remove_discount). Operations apply in order, ' +
+        'all or nothing. With "preview": true the contract is returned exactly as it would be, with its totals, and ' +
+        'nothing changes anywhere. Allowed from ACTIVE and PAUSED.',
+      tags: ['Subscription contracts'],
+      security,
+      params: ContractIdParams,
+      body: ContractEditBody,
+      response: { 200: ContractEditResponse.describe('The contract after the edit (or as it would be, with preview).'), ...editErrors },
+    },
+    // The body is validated by the service (MCP shares the rules): the schema above documents it.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
+    preValidation: requireJsonBody,
+    config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderEdit } },
+    handler: async (req) => {
+      const done = await editContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      // A preview changes nothing, so nothing recorded its result: the response itself is kept for the key.
+      req.resultRecorded = !done.preview && !!req.idempotency;
+      return done;
+    },
   });
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ContractAction } from '../../../domain/actions.js';
+import { EditBody, MAX_EDIT_OPERATIONS } from '../../../domain/commands/edit.js';
+import { EditOperationSchema } from '../../../domain/commands/edits/index.js';
 import { ContractStatus } from '../../../domain/contract.js';
 import { ContractId } from '../../../domain/contractId.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
@@ -27,6 +29,10 @@ export const ListEventsQuery = z.strictObject(PageQuery);
 
 export const ContractActionBody = ContractAction;
 
+/** The edit body as documented: each operation by its own schema (the service validates them one by one). */
+export const ContractEditBody = EditBody.extend({ operations: z.array(EditOperationSchema).min(1).max(MAX_EDIT_OPERATIONS).describe(EditBody.shape.operations.description!) });
+export const ContractEditResponse = z.object({ contract: Contract, preview: z.boolean().describe('true: nothing was changed; the contract is as it would be.') });
+
 export const ContractResponse = z.object({ contract: Contract });
 export const ContractListResponse = z.object({ contracts: z.array(Contract), nextCursor: z.string().nullable() });
 export const EventListResponse = z.object({ events: z.array(ContractEvent), nextCursor: z.string().nullable() });
@@ -49,6 +55,7 @@ export const actionErrors = {
   ...readErrors,
   400: err('invalid_request, unsupported_action or key_in_url'),
   403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
+  408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
   409: err('invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress'),
   413: err('payload_too_large: body over 16 KiB'),
   415: err('unsupported_media_type: the body must be application/json'),
@@ -56,10 +63,18 @@ export const actionErrors = {
   503: err('unavailable (the database cannot be reached) or platform_unavailable (platform mode: the platform could not be reached, failed or throttled; nothing changed; see Retry-After)'),
 } as const;
 
+export const editErrors = {
+  ...actionErrors,
+  400: err('invalid_request (a malformed edit: an unknown op, a bad field; details name the operation) or key_in_url'),
+  409: err('invalid_state (edits are allowed from ACTIVE and PAUSED), billing_in_progress or idempotency_in_progress'),
+  422: err('invalid_edit (an operation cannot apply: details name its index and why), idempotency_key_reused or platform_rejected'),
+} as const;
+
 /** The error responses of a route that changes something other than a contract (webhook endpoints). */
 export const changeErrors = {
   ...readErrors,
   403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
+  408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
   409: err('endpoint_limit_reached (10 endpoints already) or idempotency_in_progress'),
   415: err('unsupported_media_type: the body must be application/json'),
   422: err('idempotency_key_reused: same Idempotency-Key with a different request'),

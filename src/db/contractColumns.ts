@@ -1,0 +1,37 @@
+import type { ContractState } from '../domain/contract.js';
+
+/**
+ * The columns of a contract's state, once: the reads select them under the domain's names, and the change path's
+ * statement writes them from arrays of this list's order. A new field of the state is a column here and in a
+ * migration; no statement is written by hand again.
+ *
+ * `json` columns are written only when the command changed them (a new object: commands never mutate one they
+ * read), SQL NULL standing for "as it is": a pause does not send the lines back to the database.
+ */
+export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: string; readonly json?: true };
+
+export const STATE_COLUMNS: readonly StateColumn[] = [
+  { column: 'status', key: 'status', type: 'text' },
+  { column: 'customer_id', key: 'customerId', type: 'text' },
+  { column: 'customer_email', key: 'customerEmail', type: 'text' },
+  { column: 'billing_interval', key: 'billingInterval', type: 'text' },
+  { column: 'billing_interval_count', key: 'billingIntervalCount', type: 'int' },
+  { column: 'delivery_interval', key: 'deliveryInterval', type: 'text' },
+  { column: 'delivery_interval_count', key: 'deliveryIntervalCount', type: 'int' },
+  { column: 'next_billing_date', key: 'nextBillingDate', type: 'timestamptz' },
+  { column: 'paused_at', key: 'pausedAt', type: 'timestamptz' },
+  { column: 'resume_at', key: 'resumeAt', type: 'timestamptz' },
+  { column: 'cancelled_at', key: 'cancelledAt', type: 'timestamptz' },
+  { column: 'cancellation_reason', key: 'cancellationReason', type: 'text' },
+  { column: 'lines', key: 'lines', type: 'jsonb', json: true },
+  { column: 'shipping_address', key: 'shippingAddress', type: 'jsonb', json: true },
+  { column: 'delivery_price', key: 'deliveryPrice', type: 'jsonb', json: true },
+  { column: 'discounts', key: 'discounts', type: 'jsonb', json: true },
+  { column: 'totals', key: 'totals', type: 'jsonb', json: true },
+];
+
+/** The select list of a contract row (alias `c`): every column under the name the row type gives it. */
+export const CONTRACT_COLUMNS = `
+  c.id::text AS id, c.shop_id::text AS "shopId", ${STATE_COLUMNS.map((c) => `c.${c.column} AS "${c.key}"`).join(', ')},
+  c.created_at AS "createdAt", c.updated_at AS "updatedAt", c.version,
+  c.platform_revision::text AS "platformRevision", c.platform_updated_at AS "platformUpdatedAt"`;

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { totalsOf, type ContractState } from '../contract.js';
+import type { ErrorDetail } from '../errors.js';
+import { invalidInput, issuesToDetails, ServiceError } from '../errors.js';
+import { defineCommand } from './command.js';
+import { futureTimestamps } from './dates.js';
+import { EDIT_OPERATIONS, EDIT_OPERATION_NAMES, type EditOperation } from './edits/index.js';
+import { EditRejected, type Catalog, type EditContext } from './edits/operation.js';
+
+/** At most this many operations in one edit. */
+export const MAX_EDIT_OPERATIONS = 20;
+
+export const EditBody = z
+  .strictObject({
+    operations: z
+      .array(z.looseObject({ op: z.string() }))
+      .min(1)
+      .max(MAX_EDIT_OPERATIONS)
+      .describe(`What to change, applied in order, all or nothing (1 to ${MAX_EDIT_OPERATIONS} operations).`),
+    preview: z.boolean().optional().describe('true: answer the contract exactly as it would be, and change nothing anywhere.'),
+  })
+  .meta({ id: 'ContractEdit' });
+
+/**
+ * The edit as decide takes it: the operations (each validated by its own schema, see parseEdit), whether it is a
+ * preview, and what the service resolved for it (the shop's catalog; null in platform mode) with fresh ids for the
+ * lines and discounts it adds.
+ */
+export type EditInput = { operations: EditOperation[]; preview?: boolean; catalog: Catalog | null; newIds: string[] };
+
+/** Each operation by its own schema: unknown `op` or bad fields are 400 invalid_request naming the operation. */
+export function parseOperations(raw: { op: string }[]): EditOperation[] {
+  const details: ErrorDetail[] = [];
+  const out: EditOperation[] = [];
+  raw.forEach((o, i) => {
+    const def = EDIT_OPERATIONS[o.op as keyof typeof EDIT_OPERATIONS];
+    if (!def) {
+      details.push({ path: `operations.${i}.op`, message: `unknown operation "${String(o.op).slice(0, 40)}"; one of ${EDIT_OPERATION_NAMES.join(', ')}` });
+      return;
+    }
+    const parsed = def.input.safeParse(o);
+    if (!parsed.success) details.push(...issuesToDetails(parsed.error.issues, ['operations', i]));
+    else out.push(parsed.data as EditOperation);
+  });
+  if (details.length) throw invalidInput(details);
+  return out;
+}
+
+export const edit = defineCommand({
+  name: 'edit',
+  input: z.custom<EditInput>(),
+  allowedFrom: ['ACTIVE', 'PAUSED'],
+  events: ['contract.updated'],
+  check: (input, now) =>
+    input.operations.flatMap((o, i) => (o.op === 'set_frequency' ? futureTimestamps(o, ['nextBillingDate'], now).map((d) => ({ ...d, path: `operations.${i}.${d.path}` })) : [])),
+  decide(contract, input) {
+    const ids = input.newIds.slice();
+    const context: EditContext = { catalog: input.catalog, newId: () => ids.shift() ?? `new-${ids.length}` };
+    let state: ContractState = contract;
+    const changes: Record<string, unknown>[] = [];
+    const details: ErrorDetail[] = [];
+    input.operations.forEach((operation, i) => {
+      try {
+        const applied = (EDIT_OPERATIONS[operation.op].apply as (c: ContractState, o: EditOperation, x: EditContext) => ReturnType<typeof EDIT_OPERATIONS.set_quantity.apply>)(state, operation, context);
+        state = applied.contract;
+        changes.push(applied.change);
+      } catch (err) {
+        if (!(err instanceof EditRejected)) throw err;
+        details.push({ path: `operations.${i}`, message: err.message });
+      }
+    });
+    if (details.length) throw editRejected(details);
+    state = { ...state, totals: totalsOf(state) };
+    return { contract: state, events: [{ type: 'contract.updated', from: contract.status, to: state.status, data: { changes } }] };
+  },
+});
+
+/** 422 invalid_edit naming each operation that cannot apply and why. */
+export function editRejected(details: ErrorDetail[]): ServiceError {
+  const first = details[0];
+  const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
+  return new ServiceError('invalid_edit', `The edit cannot apply: ${first.path} ${first.message}${more}. Nothing was changed.`, { details });
+}

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { stateOf } from '../contract.js';
+import { addInterval } from '../time.js';
+import { defineCommand, oneEvent } from './command.js';
+import { billingChange } from './dates.js';
+
+export const skip = defineCommand({
+  name: 'skip',
+  input: z.strictObject({}).meta({ description: 'Skip the next order: the next billing date moves one interval forward.' }),
+  allowedFrom: ['ACTIVE'],
+  events: ['contract.skipped'],
+  decide(contract) {
+    const next = stateOf(contract);
+    next.nextBillingDate = addInterval(contract.nextBillingDate, contract.billingInterval, contract.billingIntervalCount);
+    return oneEvent(contract, next, 'contract.skipped', billingChange(contract, next));
+  },
+});

@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ACTION_NAMES } from '../../domain/commands/registry.js';
+import { ContractStatus } from '../../domain/contract.js';
+import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
+import { Contract, ContractEvent } from '../../domain/resources.js';
+import { StoredText } from '../../domain/text.js';
+import { actOnContract } from '../../services/actOnContract.js';
+import type { Caller } from '../../services/caller.js';
+import type { ServiceContext } from '../../services/context.js';
+import { getContractWithHistory } from '../../services/getContractWithHistory.js';
+import { listContractEvents } from '../../services/listContractEvents.js';
+import { SEARCH_QUERY_MAX, searchContracts } from '../../services/searchContracts.js';
+import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListEventsQuery } from '../api/v1/schemas.js';
+import { requireJsonBody } from '../body.js';
+import { ErrorEnvelope } from '../errors.js';
+
+const err = (d: string) => ErrorEnvelope.describe(d);
+const readErrors = {
+  400: err('invalid_request, naming the parameter'),
+  401: err('unauthorized: missing, invalid or expired session token'),
+  404: err('not_found: no such contract in this shop'),
+  500: err('internal_error'),
+  503: err('unavailable'),
+} as const;
+const actionErrors = {
+  ...readErrors,
+  400: err('invalid_request or unsupported_action'),
+  409: err('invalid_state (not allowed from the contract\'s status) or billing_in_progress'),
+  413: err('payload_too_large'),
+  415: err('unsupported_media_type'),
+  422: err('platform_rejected (platform mode: the platform refused the change)'),
+  503: err('unavailable or platform_unavailable'),
+} as const;
+
+const SearchContractsQuery = z.strictObject({
+  query: StoredText(SEARCH_QUERY_MAX).optional().describe('A contract id (digits, "#" allowed) or the start of the customer\'s email, in any case.'),
+  status: ContractStatus.optional().describe('Only contracts with this status.'),
+  limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION),
+  cursor: Cursor.optional().describe('nextCursor or previousCursor of the page shown.'),
+});
+const ContractSearchResponse = z.object({
+  contracts: z.array(Contract),
+  nextCursor: z.string().nullable().describe('The older contracts; null on the last page.'),
+  previousCursor: z.string().nullable().describe('The newer contracts; null on the first page.'),
+});
+const ContractWithHistoryResponse = z.object({
+  contract: Contract,
+  allowedActions: z.array(z.enum(ACTION_NAMES)),
+  editable: z.boolean(),
+  events: z.array(ContractEvent),
+  eventsNextCursor: z.string().nullable(),
+});
+
+/**
+ * The Contracts page behind the admin (session token): find a shop's contracts, read one with its history, and act
+ * on it as the merchant. Actions go through the same service as the API's, so their rules, events and webhooks are
+ * the API's, with actor `admin`. Registered inside the admin API, after its session-token check.
+ */
+export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, caller: (req: FastifyRequest) => Caller): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['Admin'];
+
+  r.get('/contracts', {
+    schema: { tags, querystring: SearchContractsQuery, response: { 200: ContractSearchResponse, ...readErrors } },
+    handler: async (req) => searchContracts({ ctx, input: { caller: caller(req), ...req.query } }),
+  });
+
+  r.get('/contracts/:contract_id', {
+    schema: { tags, params: ContractIdParams, response: { 200: ContractWithHistoryResponse, ...readErrors } },
+    handler: async (req) => getContractWithHistory({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } }),
+  });
+
+  r.get('/contracts/:contract_id/events', {
+    schema: { tags, params: ContractIdParams, querystring: ListEventsQuery, response: { 200: EventListResponse, ...readErrors } },
+    handler: async (req) => listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
+  });
+
+  r.post('/contracts/:contract_id/actions', {
+    schema: { tags, params: ContractIdParams, body: ContractActionBody, response: { 200: ContractResponse, ...actionErrors } },
+    // The service validates the body, as it does for the API and MCP: one set of rules and messages.
+    validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
+    preValidation: requireJsonBody,
+    handler: async (req) => ({
+      contract: await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body } }),
+    }),
+  });
+}

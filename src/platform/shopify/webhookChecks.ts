@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * What a webhook from the platform must be before svc stores it: the platform's HMAC covers the raw body only, not
+ * the headers that name the topic (X-Shopify-Topic), the shop (X-Shopify-Shop-Domain) or the delivery
+ * (X-Shopify-Webhook-Id). A signed body of any topic and any shop could otherwise be sent again under another
+ * topic, another shop and a fresh id. So, at receipt (no I/O: the receiver stays within the platform's 5 s):
+ *
+ * - the body must have its topic's shape (the documented fields svc uses, and the ones that tell the topic's body
+ *   from its siblings'), so a body cannot be passed off as another topic's;
+ * - where the body names its shop, that must be the shop of the header;
+ * - the digest of (topic, shop, raw body) is stored with the delivery, unique: a body already received is a
+ *   duplicate whatever its webhook id (receiptDigest).
+ *
+ * A delivery that fails a check is answered 200 and neither stored nor acted on (the receiver logs a warning, never
+ * the body). Not 400: the platform retries any non-2xx answer 8 times over 4 hours
+ * (https://shopify.dev/changelog/updates-to-webhook-retry-mechanism), and a subscription whose deliveries keep
+ * failing can be removed (https://shopify.dev/docs/apps/build/webhooks/best-practices, "Recover from a downtime
+ * event"). A signed body that fails is either a replay, which no retry would mend, or a shape the platform changed,
+ * which must not cost svc its subscriptions.
+ *
+ * The destructive topics (app/uninstalled, shop/redact) are also confirmed with the platform before they are acted
+ * on, when they are processed (uninstallConfirmation.ts).
+ *
+ * The shapes are the platform's documented payloads (https://shopify.dev/docs/api/webhooks, each topic's example;
+ * the compliance topics: https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance), the ones the
+ * platform's stand-in sends (test/support/shopify/payloads.ts). Unknown fields are allowed: the platform adds fields
+ * to payloads without a new API version.
+ */
+
+const gid = (type: string) => z.string().regex(new RegExp(`^gid://shopify/${type}/\\d{1,19}$`));
+/** The platform's numeric ids (customers, contracts, shops) are JSON numbers, below 2^53. */
+const numericId = z.number().int().positive();
+
+/**
+ * subscription_contracts/*: thin; svc takes the contract's gid and the revision the signal was sent for. The body
+ * does not name the shop. What protects it instead: it is only a signal. svc reads the contract again from the
+ * platform with the header shop's own token and applies what the platform answers; contract ids are the platform's,
+ * global, so under another shop's header the read finds nothing.
+ */
+const contractSignal = z.object({
+  admin_graphql_api_id: gid('SubscriptionContract'),
+  id: z.number(),
+  revision_id: z.union([z.string().regex(/^\d{1,20}$/), z.number().int().nonnegative()]),
+});
+
+/**
+ * subscription_billing_cycles/skip|unskip: the contract by its numeric id, and the cycle. No shop in the body; a
+ * signal like the contract topics (svc reads the contract again), so protected the same way.
+ */
+const billingCycleSignal = z.object({ subscription_contract_id: numericId, cycle_index: z.number().int() });
+
+/** app/uninstalled: the shop resource. `myshopify_domain` is the header's domain (`domain` may be a custom domain). */
+const shopResource = z.object({ id: numericId, myshopify_domain: z.string() });
+
+/**
+ * app_subscriptions/update: names its shop by the platform's shop id only (`admin_graphql_api_shop_id`), which svc
+ * does not keep. What protects it instead: it is only a signal; svc reads the shop's app subscriptions from the
+ * platform with the shop's own token, and the plan follows what the platform answers.
+ */
+const appSubscriptionUpdate = z.object({
+  app_subscription: z.object({ admin_graphql_api_id: gid('AppSubscription'), admin_graphql_api_shop_id: gid('Shop'), status: z.string() }),
+});
+
+/**
+ * bulk_operations/finish: no shop in the body. It only wakes the shop's import, which asks the platform for the
+ * operation's status itself (and polls without it).
+ */
+const bulkOperationFinish = z.object({ admin_graphql_api_id: gid('BulkOperation'), status: z.string() });
+
+const complianceBase = { shop_id: numericId, shop_domain: z.string() };
+const customer = z.object({ id: numericId });
+const customersDataRequest = z.object({ ...complianceBase, customer, data_request: z.object({ id: numericId }) });
+const customersRedact = z.object({ ...complianceBase, customer, orders_to_redact: z.array(z.unknown()) });
+const shopRedact = z.object(complianceBase);
+
+type TopicBody = {
+  schema: z.ZodType;
+  /** Where the body names its shop (the header's domain); absent where it does not, as the schema's comment says. */
+  shopOf?: (body: Record<string, unknown>) => unknown;
+};
+
+const CONTRACT_TOPICS = ['create', 'update', 'activate', 'pause', 'cancel', 'expire', 'fail'].map((t) => `subscription_contracts/${t}`);
+const shopDomainOf = (b: Record<string, unknown>) => b.shop_domain;
+
+/** Every topic svc subscribes to (install.ts WEBHOOK_TOPICS) and the compliance topics, with its body's shape. */
+const TOPICS = new Map<string, TopicBody>([
+  ...CONTRACT_TOPICS.map((t) => [t, { schema: contractSignal }] as const),
+  ['subscription_billing_cycles/skip', { schema: billingCycleSignal }],
+  ['subscription_billing_cycles/unskip', { schema: billingCycleSignal }],
+  ['app/uninstalled', { schema: shopResource, shopOf: (b) => b.myshopify_domain }],
+  ['app_subscriptions/update', { schema: appSubscriptionUpdate }],
+  ['bulk_operations/finish', { schema: bulkOperationFinish }],
+  ['customers/data_request', { schema: customersDataRequest, shopOf: shopDomainOf }],
+  ['customers/redact', { schema: customersRedact, shopOf: shopDomainOf }],
+  ['shop/redact', { schema: shopRedact, shopOf: shopDomainOf }],
+]);
+
+/** Why a delivery is not acted on: safe to log (names a field, never a value of the body). */
+export type BodyRefusal = { refused: string };
+
+/** Checks a signed delivery's parsed body against its topic and its shop header; null when it passes. */
+export function checkWebhookBody(topic: string, shopDomain: string, body: Record<string, unknown>): BodyRefusal | null {
+  const expected = TOPICS.get(topic);
+  if (!expected) return { refused: 'not a topic svc subscribes to' };
+  const parsed = expected.schema.safeParse(body);
+  if (!parsed.success) {
+    const at = parsed.error.issues[0]?.path.map(String).join('.') || 'the body';
+    return { refused: `the body does not have the shape of ${topic} (at ${at})` };
+  }
+  if (expected.shopOf && expected.shopOf(body) !== shopDomain) return { refused: 'the body names another shop than X-Shopify-Shop-Domain' };
+  return null;
+}
+
+/**
+ * The delivery's identity beside its webhook id: sha256 of (topic, shop, raw body), stored unique. A body already
+ * received for the topic and shop is a replay, because each documented payload carries what makes its event
+ * distinct:
+ *
+ * - contract topics: the contract's `revision_id`, new with every change of the contract (the same body again is a
+ *   repeat, or the same event sent to a second address);
+ * - billing cycle topics: the contract, the cycle and whether it is skipped. Skipping, unskipping and skipping one
+ *   cycle again does send the first body twice; the second is then taken for the first, which costs only a read
+ *   of the contract (a skip changes no revision) that reconciliation makes anyway;
+ * - app_subscriptions/update: the subscription, its status and its `updated_at`;
+ * - bulk_operations/finish: the operation's id;
+ * - customers/data_request: the request's `data_request.id`;
+ * - customers/redact: the customer and the orders to redact (a new request for a customer who came back names
+ *   their new orders).
+ *
+ * app/uninstalled (the shop resource) and shop/redact (`shop_id`, `shop_domain`) are the exception: their bodies
+ * can be the same from one installation of the app to the next. Their digest is kept only while they wait to be
+ * processed (the inbox clears it then); a later delivery of the same body is processed again, and the platform's
+ * answer about the shop's token, not the body, decides whether it is acted on.
+ */
+export function receiptDigest(topic: string, shopDomain: string, rawBody: Buffer): string {
+  // Header values cannot hold a line feed: the three parts cannot run into one another.
+  return createHash('sha256').update(topic).update('\n').update(shopDomain).update('\n').update(rawBody).digest('hex');
+}
+
+/** Topics acted on only once the platform confirms the shop uninstalled the app (uninstallConfirmation.ts). */
+export const CONFIRMED_TOPICS = ['app/uninstalled', 'shop/redact'] as const;

@@ -1,0 +1,33 @@
+import type { TestApp } from './app.js';
+import { sql } from './fixtures.js';
+
+export const MANY_STATUSES = ['ACTIVE', 'ACTIVE', 'ACTIVE', 'PAUSED', 'CANCELLED'] as const;
+
+/**
+ * Thousands of contracts for a shop in one statement (a paged screen needs many; one insert takes a moment where
+ * inserting them one by one takes seconds). Contract `i` (1-based) is `MANY_STATUSES[i % 5]`, belongs to
+ * `customer<i, five digits>@example.com` and bills `i` hours after `now`, monthly, one line of "Coffee 1kg". The
+ * ids are returned in `i` order, so the last is the newest.
+ */
+export async function insertManyContracts(t: TestApp, shopId: string, count: number, opts: { emailDomain?: string } = {}): Promise<string[]> {
+  const now = t.clock.now();
+  const rows = await sql<{ id: string }>(
+    t,
+    `INSERT INTO subscription_contracts (shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
+       delivery_interval, delivery_interval_count, next_billing_date, lines, totals, paused_at, cancelled_at, created_at, updated_at)
+     SELECT $1::bigint, s.status, (8000000 + i)::text, format('customer%s@%s', lpad(i::text, 5, '0'), $5::text), 'MONTH', 1, 'MONTH', 1,
+       $2::timestamptz + i * interval '1 hour',
+       jsonb_build_array(jsonb_build_object('id', gen_random_uuid()::text, 'title', 'Coffee 1kg', 'variantId', '51', 'quantity', 1 + i % 3,
+         'price', jsonb_build_object('amount', '24.00', 'currencyCode', 'EUR'))),
+       jsonb_build_object('subtotal', to_char(24 * (1 + i % 3), 'FM990.00'), 'discounts', '0.00', 'shipping', '0.00',
+         'total', to_char(24 * (1 + i % 3), 'FM990.00'), 'currencyCode', 'EUR'),
+       CASE WHEN s.status = 'PAUSED' THEN $2::timestamptz END, CASE WHEN s.status = 'CANCELLED' THEN $2::timestamptz END,
+       $2::timestamptz, $2::timestamptz
+     FROM generate_series(1, $3::int) AS i
+     CROSS JOIN LATERAL (SELECT ($4::text[])[1 + i % 5] AS status) s
+     ORDER BY i
+     RETURNING id::text AS id`,
+    [shopId, now.toISOString(), count, [...MANY_STATUSES], opts.emailDomain ?? 'example.com'],
+  );
+  return rows.map((r) => r.id).sort((a, b) => Number(BigInt(a) - BigInt(b)));
+}

@@ -1,0 +1,213 @@
+import { Badge, BlockStack, Box, Card, Divider, InlineGrid, InlineStack, Text } from '@shopify/polaris';
+import type { ReactNode } from 'react';
+import type { ContractView, Discount } from '../api';
+import { formatDateTime, intervalLabel } from '../format';
+import { formatMoney, formatPrice, multiplyAmount } from '../money';
+
+/** The parts of a contract's page, each a card; a card for a field the server does not send is left out. */
+
+function Field({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <BlockStack gap="050">
+      <Text as="p" variant="bodySm" tone="subdued">
+        {label}
+      </Text>
+      <Text as="p">{children}</Text>
+    </BlockStack>
+  );
+}
+
+export function BillingCard({ contract: c }: { contract: ContractView }) {
+  const ended = c.status === 'CANCELLED' || c.status === 'EXPIRED';
+  return (
+    <Card>
+      <BlockStack gap="300">
+        <Text as="h2" variant="headingMd">
+          Billing
+        </Text>
+        <InlineGrid columns={{ xs: 1, sm: 2 }} gap="300">
+          <Field label="Next billing date">{ended ? 'None: this contract bills no more' : formatDateTime(c.nextBillingDate)}</Field>
+          <Field label="Billing">{intervalLabel(c.billingPolicy.interval, c.billingPolicy.intervalCount)}</Field>
+          {c.deliveryPolicy && <Field label="Delivery">{intervalLabel(c.deliveryPolicy.interval, c.deliveryPolicy.intervalCount)}</Field>}
+          {c.status === 'PAUSED' && <Field label="Paused since">{formatDateTime(c.pausedAt)}</Field>}
+          {c.status === 'PAUSED' && <Field label="Resume date">{formatDateTime(c.resumeAt, 'None: paused until resumed')}</Field>}
+          {c.status === 'CANCELLED' && <Field label="Cancelled">{formatDateTime(c.cancelledAt)}</Field>}
+          {c.status === 'CANCELLED' && <Field label="Cancellation reason">{c.cancellationReason || 'None given'}</Field>}
+        </InlineGrid>
+        {c.status === 'FAILED' && (
+          <Text as="p" tone="caution">
+            Billing failed for this contract. Resume it to bill it again on its next billing date, or cancel it.
+          </Text>
+        )}
+      </BlockStack>
+    </Card>
+  );
+}
+
+export function ProductsCard({ contract: c }: { contract: ContractView }) {
+  const t = c.totals;
+  return (
+    <Card>
+      <BlockStack gap="300">
+        <Text as="h2" variant="headingMd">
+          Products
+        </Text>
+        <ul aria-label="Products" style={{ listStyle: 'none', margin: 0, padding: 0 }}>
+          {c.lines.map((l, i) => {
+            const lineTotal = multiplyAmount(l.price.amount, l.quantity);
+            return (
+              <li key={l.id ?? `${l.variantId}-${i}`}>
+                {i > 0 && <Divider />}
+                <Box paddingBlock="200">
+                <InlineStack align="space-between" blockAlign="start" gap="200" wrap>
+                  <BlockStack gap="050">
+                    <Text as="p" fontWeight="semibold">
+                      {l.title}
+                    </Text>
+                    <Text as="p" variant="bodySm" tone="subdued">
+                      Variant {l.variantId}
+                    </Text>
+                  </BlockStack>
+                  <BlockStack gap="050" inlineAlign="end">
+                    <Text as="p">
+                      {l.quantity} × {formatPrice(l.price)}
+                    </Text>
+                    {lineTotal !== null && (
+                      <Text as="p" fontWeight="semibold">
+                        {formatMoney(lineTotal, l.price.currencyCode)}
+                      </Text>
+                    )}
+                  </BlockStack>
+                </InlineStack>
+                </Box>
+              </li>
+            );
+          })}
+        </ul>
+        {t && (
+          <>
+            <Divider />
+            <dl aria-label="Totals" style={{ margin: 0 }}>
+              <BlockStack gap="100">
+                <TotalRow label="Subtotal" value={formatMoney(t.subtotal, t.currencyCode)} />
+                <TotalRow label="Discounts" value={isZero(t.discounts) ? formatMoney(t.discounts, t.currencyCode) : `−${formatMoney(t.discounts.replace(/^-/, ''), t.currencyCode)}`} />
+                <TotalRow label="Shipping" value={formatMoney(t.shipping, t.currencyCode)} />
+                <TotalRow label="Total" value={formatMoney(t.total, t.currencyCode)} strong />
+              </BlockStack>
+            </dl>
+          </>
+        )}
+      </BlockStack>
+    </Card>
+  );
+}
+
+const isZero = (amount: string) => /^-?0*(\.0*)?$/.test(amount);
+
+function TotalRow({ label, value, strong = false }: { label: string; value: string; strong?: boolean }) {
+  const weight = strong ? 'semibold' : undefined;
+  return (
+    <InlineStack align="space-between" gap="200">
+      <Text as="dt" fontWeight={weight}>
+        {label}
+      </Text>
+      <Text as="dd" fontWeight={weight}>
+        {value}
+      </Text>
+    </InlineStack>
+  );
+}
+
+export function CustomerCard({ contract: c }: { contract: ContractView }) {
+  return (
+    <Card>
+      <BlockStack gap="200">
+        <Text as="h2" variant="headingMd">
+          Customer
+        </Text>
+        <Text as="p" breakWord>
+          {c.customer.email}
+        </Text>
+        <Text as="p" variant="bodySm" tone="subdued">
+          Customer {c.customer.id}
+        </Text>
+      </BlockStack>
+    </Card>
+  );
+}
+
+export function ShippingAddressCard({ contract: c }: { contract: ContractView }) {
+  if (c.shippingAddress === undefined) return null;
+  const a = c.shippingAddress;
+  const lines = a
+    ? [
+        `${a.firstName} ${a.lastName}`.trim(),
+        a.address1,
+        a.address2,
+        [a.city, a.provinceCode, a.zip].filter(Boolean).join(' '),
+        a.countryCode,
+        a.phone,
+      ].filter((l): l is string => Boolean(l))
+    : [];
+  return (
+    <Card>
+      <BlockStack gap="200">
+        <Text as="h2" variant="headingMd">
+          Shipping address
+        </Text>
+        {a ? (
+          <address style={{ fontStyle: 'normal' }} aria-label="Shipping address">
+            {lines.map((l, i) => (
+              <Text as="p" key={i} breakWord>
+                {l}
+              </Text>
+            ))}
+          </address>
+        ) : (
+          <Text as="p" tone="subdued">
+            No shipping address
+          </Text>
+        )}
+      </BlockStack>
+    </Card>
+  );
+}
+
+const discountValue = (d: Discount) =>
+  d.value.type === 'percentage' ? `${d.value.percentage}% off` : `${formatPrice(d.value.amount)} off`;
+
+export function DiscountsCard({ contract: c }: { contract: ContractView }) {
+  if (c.discounts === undefined) return null;
+  return (
+    <Card>
+      <BlockStack gap="200">
+        <Text as="h2" variant="headingMd">
+          Discounts
+        </Text>
+        {c.discounts.length === 0 ? (
+          <Text as="p" tone="subdued">
+            No discounts
+          </Text>
+        ) : (
+          <ul aria-label="Discounts" style={{ listStyle: 'none', margin: 0, padding: 0 }}>
+            <BlockStack gap="200">
+              {c.discounts.map((d) => (
+                <li key={d.id}>
+                  <InlineStack gap="200" blockAlign="center" wrap>
+                    <Text as="span" fontWeight="semibold">
+                      {d.title}
+                    </Text>
+                    {d.code && <Badge>{`Code ${d.code}`}</Badge>}
+                  </InlineStack>
+                  <Text as="p" variant="bodySm" tone="subdued">
+                    {discountValue(d)}
+                  </Text>
+                </li>
+              ))}
+            </BlockStack>
+          </ul>
+        )}
+      </BlockStack>
+    </Card>
+  );
+}
