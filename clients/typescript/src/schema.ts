@@ -84,6 +84,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription-contracts/{contract_id}/edits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Edit a subscription contract
+         * @description Change lines (set_quantity, swap_variant, add_line, remove_line), the frequency (set_frequency), the shipping address (set_shipping_address) and discounts (apply_discount_code, remove_discount). Operations apply in order, all or nothing. With "preview": true the contract is returned exactly as it would be, with its totals, and nothing changes anywhere. Allowed from ACTIVE and PAUSED.
+         */
+        post: operations["editSubscriptionContract"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints": {
         parameters: {
             query?: never;
@@ -240,6 +260,86 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ShippingAddressInput: {
+            firstName: string;
+            lastName: string;
+            address1: string;
+            address2?: string;
+            city: string;
+            provinceCode?: string;
+            zip: string;
+            countryCode: string;
+            phone?: string;
+        };
+        EditOperationInput: {
+            /** @constant */
+            op: "set_quantity";
+            /** @description The id of a line of the contract (lines[].id). */
+            lineId: string;
+            /** @description How many, 1 to 999. */
+            quantity: number;
+        } | {
+            /** @constant */
+            op: "swap_variant";
+            /** @description The id of a line of the contract (lines[].id). */
+            lineId: string;
+            /** @description The product variant id. */
+            variantId: string;
+            /**
+             * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
+             * @example 24.00
+             */
+            price?: string;
+        } | {
+            /** @constant */
+            op: "add_line";
+            /** @description The product variant id. */
+            variantId: string;
+            /** @description How many, 1 to 999. */
+            quantity: number;
+            /**
+             * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
+             * @example 24.00
+             */
+            price?: string;
+        } | {
+            /** @constant */
+            op: "remove_line";
+            /** @description The id of a line of the contract (lines[].id). */
+            lineId: string;
+        } | {
+            /** @constant */
+            op: "set_frequency";
+            /** @enum {string} */
+            interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
+            /** @description Every how many intervals, 1 to 365. */
+            intervalCount: number;
+            /**
+             * Format: date-time
+             * @description Optional: the next billing date under the new frequency: ISO 8601 in UTC ending in Z, strictly in the future and at most 5 years ahead.
+             * @example 2027-01-05T00:00:00Z
+             */
+            nextBillingDate?: string;
+        } | {
+            /** @constant */
+            op: "set_shipping_address";
+            address: components["schemas"]["ShippingAddressInput"];
+        } | {
+            /** @constant */
+            op: "apply_discount_code";
+            /** @description The discount code, as the customer would type it. */
+            code: string;
+        } | {
+            /** @constant */
+            op: "remove_discount";
+            /** @description The id of a discount of the contract (discounts[].id). */
+            discountId: string;
+        };
+        Money: {
+            /** @example 24.00 */
+            amount: string;
+            currencyCode: string;
+        };
         WebhookEndpoint: {
             id: string;
             url: string;
@@ -298,6 +398,52 @@ export interface components {
                 responseBody: string | null;
             }[];
         };
+        ContractLine: {
+            /** @description Stable for the line's life: edits name the line by it. */
+            id: string;
+            title: string;
+            variantId: string;
+            quantity: number;
+            /** @description The unit price. */
+            price: components["schemas"]["Money"];
+        };
+        ShippingAddressOut: {
+            firstName: string;
+            lastName: string;
+            address1: string;
+            address2?: string | null;
+            city: string;
+            provinceCode?: string | null;
+            zip: string;
+            countryCode: string;
+            phone?: string | null;
+        };
+        ContractDiscount: {
+            id: string;
+            title: string;
+            code: string | null;
+            value: {
+                /** @constant */
+                type: "percentage";
+                percentage: number;
+            } | {
+                /** @constant */
+                type: "fixed_amount";
+                amount: components["schemas"]["Money"];
+            };
+        };
+        /** @description What one order of the contract costs: the lines' subtotal, less the discounts, plus shipping. */
+        ContractTotals: {
+            /** @example 24.00 */
+            subtotal: string;
+            /** @example 24.00 */
+            discounts: string;
+            /** @example 24.00 */
+            shipping: string;
+            /** @example 24.00 */
+            total: string;
+            currencyCode: string;
+        };
         SubscriptionContract: {
             /** @example 4242 */
             id: string;
@@ -307,7 +453,14 @@ export interface components {
                 id: string;
                 email: string;
             };
+            /** @description How often the contract bills: every intervalCount intervals. */
             billingPolicy: {
+                /** @enum {string} */
+                interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
+                intervalCount: number;
+            };
+            /** @description How often the contract delivers: every intervalCount intervals. */
+            deliveryPolicy: {
                 /** @enum {string} */
                 interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
                 intervalCount: number;
@@ -317,16 +470,10 @@ export interface components {
              * @example 2026-12-01T00:00:00.000Z
              */
             nextBillingDate: string;
-            lines: {
-                title: string;
-                variantId: string;
-                quantity: number;
-                price: {
-                    /** @example 24.00 */
-                    amount: string;
-                    currencyCode: string;
-                };
-            }[];
+            lines: components["schemas"]["ContractLine"][];
+            shippingAddress: components["schemas"]["ShippingAddressOut"] | null;
+            discounts: components["schemas"]["ContractDiscount"][];
+            totals: components["schemas"]["ContractTotals"];
             pausedAt: string | null;
             resumeAt: string | null;
             cancelledAt: string | null;
@@ -819,6 +966,153 @@ export interface operations {
             };
         };
     };
+    editSubscriptionContract: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request within 24 h returns the first response (header `Idempotent-Replayed: true`) without acting again. 1 to 255 printable ASCII characters, e.g. a UUID; scoped to the shop. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The subscription contract id: 1 to 19 digits. */
+                contract_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What to change, applied in order, all or nothing (1 to 20 operations). */
+                    operations: components["schemas"]["EditOperationInput"][];
+                    /** @description true: answer the contract exactly as it would be, and change nothing anywhere. */
+                    preview?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The contract after the edit (or as it would be, with preview). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        contract: components["schemas"]["SubscriptionContract"];
+                        /** @description true: nothing was changed; the contract is as it would be. */
+                        preview: boolean;
+                    };
+                };
+            };
+            /** @description invalid_request (a malformed edit: an unknown op, a bad field; details name the operation) or key_in_url */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such contract in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_state (edits are allowed from ACTIVE and PAUSED), billing_in_progress or idempotency_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: body over 16 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_edit (an operation cannot apply: details name its index and why), idempotency_key_reused or platform_rejected */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable (the database cannot be reached) or platform_unavailable (platform mode: the platform could not be reached, failed or throttled; nothing changed; see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: never;
@@ -918,7 +1212,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.created" | "contract.updated" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked" | "*")[];
                 };
             };
         };
@@ -1262,7 +1556,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description The event types sent to this endpoint, or ["*"] for all of them. */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.created" | "contract.updated" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked" | "*")[];
                     /**
                      * @description disabled: nothing is sent until it is enabled again.
                      * @enum {string}
@@ -1409,7 +1703,7 @@ export interface operations {
                      * @default contract.paused
                      * @enum {string}
                      */
-                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.created" | "contract.updated" | "contract.expired" | "contract.failed";
+                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked";
                 };
             };
         };
