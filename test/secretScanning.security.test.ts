@@ -191,6 +191,14 @@ describe('a verified report', () => {
     expect(log.deliveries).toEqual([expect.objectContaining({ type: 'api_key.leaked', status: 'succeeded', contractId: null })]);
   });
 
+  it('reports of one key at once revoke it once, with one event', async () => {
+    const s = await shopWithEndpoint();
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => report([match(s.key, { url: `https://github.com/race/${i}` })])));
+    for (const res of answers) expect(res.json()).toEqual([{ token_raw: s.key, token_type: 'svc_api_key', label: 'true_positive' }]);
+    expect(await leakDeliveries(s.shopId)).toBe(1);
+    expect((await keyRow(s.key)).leaked_url).toMatch(/^https:\/\/github\.com\/race\/\d$/);
+  });
+
   it('a test event of type api_key.leaked has the real event’s shape', async () => {
     const s = await shopWithEndpoint();
     const [endpoint] = (await t.inject({ url: '/api/v1/webhook-endpoints', headers: bearer(s.key) })).json().endpoints;
@@ -229,6 +237,11 @@ describe('refused reports: 401 (or 400, 413) in the envelope, and nothing happen
     // The signature of a report for another key does not carry over.
     const other = await t.shopWithKey();
     await refusedWith(s, await report(body, { signature: signed(JSON.stringify([match(other.key)]), github) }), 401, 'unauthorized');
+  });
+
+  it('another method on the path is 405 in the envelope', async () => {
+    const res = await t.inject({ url: '/secret-scanning/github' });
+    expectError(res, 405, 'method_not_allowed');
   });
 
   it('a signed body that is not a report: bad JSON, too deep, a key twice, not an array, too large', async () => {
