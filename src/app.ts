@@ -24,6 +24,9 @@ import type { ServiceContext } from './services/context.js';
 import type { Shopify } from './platform/shopify/index.js';
 import { shopifyWebhookRoutes } from './http/shopifyWebhooks.js';
 import type { AppCredentials } from './services/sessionTokens.js';
+import { GITHUB_SECRET_SCANNING_KEYS_URL } from './domain/secretScanning.js';
+import { secretScanningRoutes } from './http/secretScanning.js';
+import { SecretScanningKeys } from './services/secretScanningKeys.js';
 
 export type AppDeps = {
   ctx: ServiceContext;
@@ -46,6 +49,8 @@ export type AppDeps = {
   load?: RequestLoad;
   /** Platform mode (PRODUCT §9): the platform's webhooks in, install on the admin's session token, the upgrade. */
   shopify?: { services: Shopify; onWebhook?: () => void };
+  /** The public keys GitHub signs leaked-key reports with (GITHUB_SECRET_SCANNING_KEYS_URL; GitHub's own by default). */
+  secretScanningKeys?: SecretScanningKeys;
 };
 
 export const BODY_LIMIT = 16 * 1024;
@@ -160,6 +165,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(adminUiRoutes, { prefix: '/admin', notFound, ...deps.adminUi });
   await app.register(mcpRoutes, { ctx: deps.ctx });
+  const secretScanningKeys =
+    deps.secretScanningKeys ?? new SecretScanningKeys({ url: GITHUB_SECRET_SCANNING_KEYS_URL, clock: deps.ctx.clock, warn: (o, m) => deps.logger.warn(o, m) });
+  await app.register(secretScanningRoutes, { ctx: deps.ctx, keys: secretScanningKeys });
   if (deps.shopify) await app.register(shopifyWebhookRoutes, { ctx: deps.ctx, shopify: deps.shopify.services, onReceived: deps.shopify.onWebhook });
   deps.extraRoutes?.(app);
   await app.ready();

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { GITHUB_SECRET_SCANNING_KEYS_URL } from './domain/secretScanning.js';
 import { parseUtcTimestamp } from './domain/time.js';
 
 // 0 lets the OS pick a free port (several instances on one host, tests); the bound address is logged at start.
@@ -64,6 +65,11 @@ const ConfigSchema = z.object({
   PLATFORM_SYNC_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
+  // Where GitHub's secret scanning publishes the public keys its reports are signed with (POST /secret-scanning/github).
+  GITHUB_SECRET_SCANNING_KEYS_URL: z
+    .string()
+    .refine((v) => /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v), { message: 'must be an http(s) URL' })
+    .default(GITHUB_SECRET_SCANNING_KEYS_URL),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
   TRUST_PROXY: optionalString.refine((v) => v === undefined || parseTrustProxy(v) !== null, {
     message: 'must be true, false, a number of proxy hops, or a comma-separated list of proxy IPs/CIDRs',
@@ -94,6 +100,8 @@ export type Config = {
   webhookDispatchIntervalMs: number;
   webhookTimeoutMs: number;
   platform: PlatformConfig;
+  /** GITHUB_SECRET_SCANNING_KEYS_URL: the public keys GitHub signs its leaked-key reports with. */
+  secretScanningKeysUrl: string;
 };
 
 /** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
@@ -166,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     platform,
+    secretScanningKeysUrl: e.GITHUB_SECRET_SCANNING_KEYS_URL,
   };
 }
 

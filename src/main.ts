@@ -10,6 +10,7 @@ import { createWorkers } from './workers/index.js';
 import { RequestLoad } from './http/load.js';
 import { systemResolve } from './webhooks/addressGuard.js';
 import { shopifyPlatform } from './platform/shopify/index.js';
+import { SecretScanningKeys } from './services/secretScanningKeys.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
     clientLimits: { requestBodyTimeoutMs: config.requestBodyTimeoutMs, maxConnectionsPerIp: config.maxConnectionsPerIp },
     load,
     shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wakeSoon() } : undefined,
+    secretScanningKeys: new SecretScanningKeys({ url: config.secretScanningKeysUrl, clock: systemClock, warn: (o, m) => log.warn(o, m) }),
   });
 
   let address: string;

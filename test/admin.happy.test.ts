@@ -81,6 +81,9 @@ describe('admin API: shop and keys', () => {
       createdAt: t.clock.now().toISOString(),
       lastUsedAt: null,
       revokedAt: null,
+      revokedReason: null,
+      leakedAt: null,
+      leakedUrl: null,
     });
 
     const unnamed = await t.inject({ method: 'POST', url: '/admin/api/keys', headers });
@@ -104,9 +107,11 @@ describe('admin API: shop and keys', () => {
     const list = res.json();
     expect(list.activeCount).toBe(1);
     expect(list.keys.map((k: { name: string }) => k.name)).toEqual(['a', 'b']);
-    expect(list.keys[0]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), fingerprint: a.key.fingerprint });
-    expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null });
-    for (const k of list.keys) expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'name', 'revokedAt', 'status']);
+    expect(list.keys[0]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), revokedReason: 'revoked', leakedUrl: null, fingerprint: a.key.fingerprint });
+    expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null, revokedReason: null });
+    for (const k of list.keys) {
+      expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'revokedAt', 'revokedReason', 'status']);
+    }
   });
 
   it('revoke answers 200 with the revoked key; revoking again is a no-op success', async () => {
@@ -114,7 +119,7 @@ describe('admin API: shop and keys', () => {
     const { key } = (await generate(headers)).json();
     const first = await t.inject({ method: 'POST', url: `/admin/api/keys/${key.id}/revoke`, headers });
     expect(first.statusCode).toBe(200);
-    expect(first.json()).toEqual({ key: { ...key, status: 'revoked', revokedAt: t.clock.now().toISOString() } });
+    expect(first.json()).toEqual({ key: { ...key, status: 'revoked', revokedAt: t.clock.now().toISOString(), revokedReason: 'revoked' } });
     const revokedAt = first.json().key.revokedAt;
 
     t.clock.advance(60_000);

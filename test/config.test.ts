@@ -102,6 +102,12 @@ describe('the server with a bad configuration', () => {
 });
 
 describe('hostile-client limits', () => {
+  it('GITHUB_SECRET_SCANNING_KEYS_URL defaults to GitHub’s key list; another URL is taken, anything else refused by name', () => {
+    expect(loadConfig({}).secretScanningKeysUrl).toBe('https://api.github.com/meta/public_keys/secret_scanning');
+    expect(loadConfig({ GITHUB_SECRET_SCANNING_KEYS_URL: 'http://127.0.0.1:9000/keys' }).secretScanningKeysUrl).toBe('http://127.0.0.1:9000/keys');
+    expect(() => loadConfig({ GITHUB_SECRET_SCANNING_KEYS_URL: 'ftp://example.com/keys' })).toThrow(/GITHUB_SECRET_SCANNING_KEYS_URL="ftp:\/\/example.com\/keys" must be an http\(s\) URL/);
+  });
+
   it('REQUEST_BODY_TIMEOUT_MS defaults to 10 s and MAX_CONNECTIONS_PER_IP to 256; nonsense is refused by name', () => {
     expect(loadConfig({})).toMatchObject({ requestBodyTimeoutMs: 10_000, maxConnectionsPerIp: 256 });
     expect(loadConfig({ REQUEST_BODY_TIMEOUT_MS: '2500', MAX_CONNECTIONS_PER_IP: '32' })).toMatchObject({ requestBodyTimeoutMs: 2500, maxConnectionsPerIp: 32 });

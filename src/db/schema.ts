@@ -74,6 +74,11 @@ export const apiKeys = pgTable(
     createdAt: ts('created_at').notNull(),
     lastUsedAt: ts('last_used_at'),
     revokedAt: ts('revoked_at'),
+    // Migration 0013: why it was revoked (by hand, or reported leaked by a secret scanner), and for a leaked key
+    // when it was reported and where it was found.
+    revokedReason: text('revoked_reason').$type<'revoked' | 'leaked'>(),
+    leakedAt: ts('leaked_at'),
+    leakedUrl: text('leaked_url'),
   },
   (t) => [uniqueIndex('api_keys_digest_key').on(t.digest), index('api_keys_shop_idx').on(t.shopId, t.createdAt)],
 );

@@ -110,6 +110,12 @@ export const ApiKey = z
     createdAt: Timestamp,
     lastUsedAt: Timestamp.nullable(),
     revokedAt: Timestamp.nullable(),
+    revokedReason: z
+      .enum(['revoked', 'leaked'])
+      .nullable()
+      .meta({ description: 'Why it was revoked: by hand, or reported found in public by a secret scanner (null while active).' }),
+    leakedAt: Timestamp.nullable().meta({ description: 'A leaked key: when the report came in.' }),
+    leakedUrl: z.string().nullable().meta({ description: 'A leaked key: where it was found, as the report said (null when it did not say).' }),
   })
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof ApiKey>;
@@ -166,5 +172,9 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     createdAt: row.createdAt.toISOString(),
     lastUsedAt: iso(row.lastUsedAt),
     revokedAt: iso(row.revokedAt),
+    // A key revoked without a recorded reason was revoked by hand (the only way before leaks were reported).
+    revokedReason: row.revokedAt ? (row.revokedReason ?? 'revoked') : null,
+    leakedAt: iso(row.leakedAt),
+    leakedUrl: row.leakedUrl,
   };
 }

@@ -1,13 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { CONTRACT_EVENT_TYPES } from './commands/registry.js';
+import { CONTRACT_EVENT_TYPES, type ContractEventType } from './commands/registry.js';
 import { isStorableText, StoredText } from './text.js';
 
 /** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
 
-/** Every event type an endpoint may subscribe to: each event a contract command records (the registry's list). */
-export const WEBHOOK_EVENT_TYPES = CONTRACT_EVENT_TYPES;
+/**
+ * Events about the shop's API keys rather than a contract: `api_key.leaked`, a key reported found in public and
+ * revoked at once. Their payload is `{ type, timestamp, data }` with the event's own data (no contract, no version).
+ */
+export const KEY_EVENT_TYPES = ['api_key.leaked'] as const;
+export type KeyEventType = (typeof KEY_EVENT_TYPES)[number];
+export const isKeyEventType = (type: string): type is KeyEventType => (KEY_EVENT_TYPES as readonly string[]).includes(type);
+
+/** Every event type an endpoint may subscribe to: each event a contract command records (the registry's list), then the key events. */
+export const WEBHOOK_EVENT_TYPES = [...CONTRACT_EVENT_TYPES, ...KEY_EVENT_TYPES] as [ContractEventType | KeyEventType, ...(ContractEventType | KeyEventType)[]];
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The data of an `api_key.leaked` event: which key (never the key itself), and where the report says it was found. */
+export type KeyLeakedData = { key: { id: string; name: string | null; fingerprint: string }; url: string | null; source: string | null };
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
 

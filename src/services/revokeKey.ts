@@ -14,7 +14,7 @@ export async function revokeKey({ ctx, input }: ServiceCall<{ shopId: string; ke
   if (!UUID.test(input.keyId)) throw new ServiceError('not_found', 'No API key with this id exists for this shop.');
   const [revoked] = await ctx.db.orm
     .update(apiKeys)
-    .set({ revokedAt: ctx.clock.now() })
+    .set({ revokedAt: ctx.clock.now(), revokedReason: 'revoked' })
     .where(and(eq(apiKeys.id, input.keyId), eq(apiKeys.shopId, input.shopId), isNull(apiKeys.revokedAt)))
     .returning();
   if (revoked) return toApiKey(revoked);

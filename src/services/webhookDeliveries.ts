@@ -4,7 +4,7 @@ import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { fitsInt8 } from '../domain/contractId.js';
 import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
-import { messageId, WEBHOOK_EVENT_TYPES, type WebhookDelivery } from '../domain/webhooks.js';
+import { isKeyEventType, messageId, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';
 import { assertMayChange, type Caller } from './caller.js';
 import type { ServiceCall } from './context.js';
@@ -133,6 +133,16 @@ function sampleContract(now: Date) {
   };
 }
 
+/** Sample data for a test key event: the shape a receiver gets, with made-up values (and `test: true`). */
+function sampleKeyEvent(): KeyLeakedData & { test: true } {
+  return {
+    key: { id: '00000000-0000-4000-8000-000000000000', name: 'Test key', fingerprint: '000000000000' },
+    url: 'https://github.com/octocat/hello-world/blob/0000000000000000000000000000000000000000/config.env',
+    source: 'content',
+    test: true,
+  };
+}
+
 /** Queues a test event of any type to the endpoint, delivered, signed and logged like any other (test: true). */
 export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<WebhookDelivery> {
   assertMayChange(input.caller);
@@ -141,7 +151,7 @@ export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Call
   const now = ctx.clock.now();
   const [row] = await ctx.db.orm
     .insert(webhookDeliveries)
-    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: sampleContract(now), test: true, nextAttemptAt: now, createdAt: now })
+    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: isKeyEventType(type) ? sampleKeyEvent() : sampleContract(now), test: true, nextAttemptAt: now, createdAt: now })
     .returning();
   return toDelivery(row, [], endpoint.status !== 'enabled');
 }

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { claimDueDeliveries, purgeDeliveries, recordAttempts, type AttemptOutcome, type ClaimedDelivery } from '../db/webhookOutbox.js';
 import { toContractEvent } from '../domain/resources.js';
-import { DISABLE_AFTER_FAILING_MS, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
+import { DISABLE_AFTER_FAILING_MS, isKeyEventType, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
 import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from '../webhooks/send.js';
 import { mapInLanes } from '../lanes.js';
@@ -28,6 +28,19 @@ export type DispatcherStats = {
 
 /** The body and headers of one attempt (Standard Webhooks), the same body on every attempt of a delivery. */
 export function signedRequest(d: ClaimedDelivery, signedAt: Date): { body: string; headers: Record<string, string> } {
+  return signed(d, signedAt, isKeyEventType(d.type) ? keyEventBody(d) : contractEventBody(d));
+}
+
+/**
+ * A key event (`api_key.leaked`): `{ type, timestamp, data }`, its data stored whole in the delivery's payload column
+ * when it was queued, put in as stored.
+ */
+function keyEventBody(d: ClaimedDelivery): string {
+  return `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(d.createdAt.toISOString())},"data":${d.contract}}`;
+}
+
+/** A contract event: `{ type, timestamp, data: { event, contract, version } }`. */
+function contractEventBody(d: ClaimedDelivery): string {
   const event = d.event
     ? toContractEvent({
         id: d.eventId!,
@@ -44,7 +57,10 @@ export function signedRequest(d: ClaimedDelivery, signedAt: Date): { body: strin
       })
     : { id: `test_${d.id}`, type: d.type, at: d.createdAt.toISOString(), actor: { type: 'admin' }, from: 'ACTIVE', to: 'ACTIVE', data: { test: true } };
   // The contract's JSON is put in as stored: it is never parsed and written again.
-  const body = `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(event.at)},"data":{"event":${JSON.stringify(event)},"contract":${d.contract},"version":${d.contractVersion ?? 'null'}}}`;
+  return `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(event.at)},"data":{"event":${JSON.stringify(event)},"contract":${d.contract},"version":${d.contractVersion ?? 'null'}}}`;
+}
+
+function signed(d: ClaimedDelivery, signedAt: Date, body: string): { body: string; headers: Record<string, string> } {
   const id = messageId(d.id);
   const sign = (secret: string) => new Webhook(secret).sign(id, signedAt, body);
   // During a rotation the previous secret signs beside the new one: a receiver with either verifies.

@@ -3,6 +3,7 @@ import { copyFileSync, statSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { generateKey } from '../../src/services/generateKey.js';
+import { reportLeakedKeys } from '../../src/services/reportLeakedKeys.js';
 import { revokeKey } from '../../src/services/revokeKey.js';
 import { setShopPlan } from '../../src/services/shops.js';
 import { uniqueShop } from '../support/app.js';
@@ -256,6 +257,54 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
       await expectNoClippedTables(t.page, { scrolling: width < 1280, where: `the keys table at ${width} px` });
       expect(await t.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
       await screenshot(t.page, `api-keys-${width}`);
+    }
+    afterEach();
+  });
+
+  it('a key reported leaked: a banner says which, where and what to do; the table says Leaked and where; nothing cut off at 1280 or 375 px', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    const old = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Old staging server (eu-west)' } });
+    await revokeKey({ ctx: s.t.ctx, input: { shopId, keyId: old.key.id } });
+    const leaked = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'ERP sync' } });
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Claude Code', access: 'read_only' } });
+    expect((await callApi(leaked.secret)).status).toBe(200);
+    // The report as POST /secret-scanning/github acts on it, once its signature is verified (secretScanning.security.test.ts).
+    const where = 'https://github.com/acme-corp/storefront-integration/blob/3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39/config/production.env';
+    const outcome = await reportLeakedKeys({ ctx: s.t.ctx, input: { matches: [{ token: leaked.secret, type: 'svc_api_key', url: where, source: 'commit' }] } });
+    expect(outcome.revoked).toBe(1);
+    expect((await callApi(leaked.secret)).status).toBe(401);
+
+    for (const [width, height] of [[1280, 800], [375, 812]]) {
+      const t = await tab({ width, height });
+      const { page } = t;
+      await open(t, domain);
+      await page.getByText('1 of 5 active').waitFor();
+      const banner = page.getByText('An API key was found in public and revoked');
+      await banner.waitFor();
+      const item = page.getByTestId(`leaked-${leaked.key.id}`);
+      await item.getByText('ERP sync').waitFor();
+      await item.getByText(leaked.key.fingerprint).waitFor();
+      expect(await item.getByRole('link').getAttribute('href')).toBe(where);
+      await page.getByText('Generate a new key, put it in your integration', { exact: false }).waitFor();
+      // The table (rows at a laptop's width, a list on a phone): Leaked, with where, for that key; Revoked for the
+      // one revoked by hand.
+      const table = page.locator('.Polaris-IndexTable');
+      const badge = (text: string) => table.locator('.Polaris-Badge', { hasText: text });
+      await badge('Leaked').waitFor();
+      await badge('Revoked').waitFor();
+      expect(await table.getByRole('link', { name: /^github\.com\/acme-corp\/storefront/ }).getAttribute('href')).toBe(where);
+      await expectNoClippedTables(page, { scrolling: width < 1280, where: `the keys table with a leaked key at ${width} px` });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      await screenshot(page, `api-leaked-${width}`);
+      if (width === 375) {
+        // Dismissed, it stays dismissed in this browser; the table still says what happened.
+        await page.getByRole('button', { name: 'Dismiss notification' }).click();
+        await banner.waitFor({ state: 'detached' });
+        await page.reload();
+        await page.getByText('1 of 5 active').waitFor();
+        await badge('Leaked').waitFor();
+        expect(await page.getByText('An API key was found in public and revoked').count()).toBe(0);
+      }
     }
     afterEach();
   });

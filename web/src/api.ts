@@ -30,6 +30,11 @@ export type ApiKey = {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** Why it was revoked: by hand, or reported found in public by a secret scanner (and then revoked at once). */
+  revokedReason: 'revoked' | 'leaked' | null;
+  leakedAt: string | null;
+  /** Where the report says the key was found (null when it did not say). */
+  leakedUrl: string | null;
 };
 export type KeyList = { keys: ApiKey[]; activeCount: number };
 // The resources the admin API shares with the public API: the types generated from the OpenAPI document

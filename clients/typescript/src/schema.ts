@@ -1212,7 +1212,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked" | "*")[];
                 };
             };
         };
@@ -1556,7 +1556,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description The event types sent to this endpoint, or ["*"] for all of them. */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked" | "*")[];
                     /**
                      * @description disabled: nothing is sent until it is enabled again.
                      * @enum {string}
@@ -1703,7 +1703,7 @@ export interface operations {
                      * @default contract.paused
                      * @enum {string}
                      */
-                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed";
+                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "api_key.leaked";
                 };
             };
         };

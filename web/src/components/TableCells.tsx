@@ -19,18 +19,25 @@ export function CondensedCell({ children }: { children: ReactNode }) {
  * table of several fits the screen.
  */
 export function DateTimeCell({ iso, empty = '—' }: { iso: string | null | undefined; empty?: string }) {
-  if (!iso) return <IndexTable.Cell>{empty}</IndexTable.Cell>;
-  const { day, time } = formatDayAndTime(iso);
   return (
     <IndexTable.Cell>
-      <time dateTime={iso} title={formatDateTime(iso)}>
-        <Text as="span">{day}</Text>
-        <br />
-        <Text as="span" variant="bodySm" tone="subdued">
-          {time}
-        </Text>
-      </time>
+      <DateTime iso={iso} empty={empty} />
     </IndexTable.Cell>
+  );
+}
+
+/** The day above, the time and its zone below: DateTimeCell's content, for a cell that holds more. */
+export function DateTime({ iso, empty = '—' }: { iso: string | null | undefined; empty?: string }) {
+  if (!iso) return <>{empty}</>;
+  const { day, time } = formatDayAndTime(iso);
+  return (
+    <time dateTime={iso} title={formatDateTime(iso)}>
+      <Text as="span">{day}</Text>
+      <br />
+      <Text as="span" variant="bodySm" tone="subdued">
+        {time}
+      </Text>
+    </time>
   );
 }
 

@@ -23,6 +23,7 @@ import { AccessState } from './AccessState';
 import { GenerateKeyModal } from './GenerateKeyModal';
 import { keyLabel } from './keyLabel';
 import { KeysTable } from './KeysTable';
+import { LeakedKeysBanner } from './LeakedKeys';
 import { RevokeKeyModal } from './RevokeKeyModal';
 import { UpgradeReturnBanner, useUpgrade, useUpgradeReturn } from './Upgrade';
 
@@ -138,6 +139,11 @@ export function ApiPage() {
               <UpgradeReturnBanner state={upgradeReturn.state} onDismiss={upgradeReturn.dismiss} onCheckAgain={upgradeReturn.checkAgain} />
               <ErrorBanner error={upgrade.error} title="The upgrade could not be started" onDismiss={upgrade.clearError} />
             </BlockStack>
+          </Layout.Section>
+        )}
+        {list.keys.some((k) => k.revokedReason === 'leaked') && (
+          <Layout.Section>
+            <LeakedKeysBanner keys={list.keys} />
           </Layout.Section>
         )}
         <Layout.Section>

@@ -1,14 +1,25 @@
 import { Badge, BlockStack, Button, IndexTable, InlineStack, Text, useBreakpoints } from '@shopify/polaris';
 import type { ApiKey } from '../api';
-import { CondensedCell, DateTimeCell } from '../components/TableCells';
+import { CondensedCell, DateTime, DateTimeCell } from '../components/TableCells';
 import { formatDateTime } from '../format';
 import { keyLabel } from './keyLabel';
+import { LeakPlace, shortPlace } from './LeakedKeys';
 
-/** The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, access, status and dates. */
+/**
+ * The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, access, status and dates; a key
+ * revoked because it leaked says so, and where it was found.
+ */
 export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void }) {
   const { smDown } = useBreakpoints();
   const status = (k: ApiKey) =>
-    k.status === 'active' ? <Badge tone="success">Active</Badge> : <Badge tone="critical">Revoked</Badge>;
+    k.status === 'active' ? <Badge tone="success">Active</Badge> : k.revokedReason === 'leaked' ? <Badge tone="critical">Leaked</Badge> : <Badge tone="critical">Revoked</Badge>;
+  // A leaked key says where it was found (the banner above the table says the rest).
+  const foundAt = (k: ApiKey) =>
+    k.revokedReason === 'leaked' ? (
+      <Text as="span" variant="bodySm">
+        Found at <LeakPlace url={k.leakedUrl} label={k.leakedUrl ? shortPlace(k.leakedUrl) : undefined} />
+      </Text>
+    ) : null;
   const name = (k: ApiKey) => (
     // Focus lands here after a revoke, when the row's Revoke button no longer exists.
     <span id={`key-name-${k.id}`} tabIndex={-1} className="svc-focus-target">
@@ -47,6 +58,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
               Created {formatDateTime(k.createdAt)} · Last used {formatDateTime(k.lastUsedAt, 'never')}
               {k.revokedAt ? ` · Revoked ${formatDateTime(k.revokedAt)}` : ''}
             </Text>
+            {foundAt(k)}
             {revoke(k)}
           </BlockStack>
         </CondensedCell>
@@ -59,7 +71,16 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         <IndexTable.Cell>{status(k)}</IndexTable.Cell>
         <DateTimeCell iso={k.createdAt} />
         <DateTimeCell iso={k.lastUsedAt} empty="Never" />
-        <DateTimeCell iso={k.revokedAt} />
+        {k.revokedReason === 'leaked' ? (
+          <IndexTable.Cell>
+            <BlockStack gap="050">
+              <DateTime iso={k.revokedAt} />
+              {foundAt(k)}
+            </BlockStack>
+          </IndexTable.Cell>
+        ) : (
+          <DateTimeCell iso={k.revokedAt} />
+        )}
         <IndexTable.Cell>{revoke(k)}</IndexTable.Cell>
       </IndexTable.Row>
     ),

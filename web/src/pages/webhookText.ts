@@ -15,6 +15,7 @@ export const WEBHOOK_EVENT_TYPES: { type: string; help: string }[] = [
   { type: 'contract.created', help: 'A contract was created on the platform (platform mode).' },
   { type: 'contract.expired', help: 'A contract expired (platform mode).' },
   { type: 'contract.failed', help: 'A contract failed on the platform (platform mode).' },
+  { type: 'api_key.leaked', help: 'An API key was found in public (GitHub secret scanning) and revoked at once.' },
 ];
 
 export const ALL_EVENTS = '*';
