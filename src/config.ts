@@ -65,6 +65,8 @@ const ConfigSchema = z.object({
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
+  // The request log (every API and MCP request, 14 days, shown per key in the admin): on, or off to measure without it.
+  REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   TRUST_PROXY: optionalString.refine((v) => v === undefined || parseTrustProxy(v) !== null, {
     message: 'must be true, false, a number of proxy hops, or a comma-separated list of proxy IPs/CIDRs',
   }),
@@ -94,6 +96,7 @@ export type Config = {
   webhookDispatchIntervalMs: number;
   webhookTimeoutMs: number;
   platform: PlatformConfig;
+  requestLog: boolean;
 };
 
 /** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
@@ -166,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     platform,
+    requestLog: e.REQUEST_LOG === 'on',
   };
 }
 

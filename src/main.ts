@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     clientLimits: { requestBodyTimeoutMs: config.requestBodyTimeoutMs, maxConnectionsPerIp: config.maxConnectionsPerIp },
     load,
     shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wakeSoon() } : undefined,
+    requestLog: config.requestLog && { onError: (err) => log.warn({ err: { message: err.message } }, 'request log: a batch could not be written; retrying') },
   });
 
   let address: string;
