@@ -119,6 +119,22 @@ export class StandIn {
     return this.store.contract(domain, id);
   }
 
+  /** A product variant in the shop's catalog (what a draft's lines name). */
+  createVariant(domain: string, init: Parameters<Store['createVariant']>[1]) {
+    return this.store.createVariant(domain, init);
+  }
+
+  /** A discount code of the shop: `{ percentage }` (whole percent) or `{ amount, appliesOnEachItem }`; `active: false` is applied with a rejection reason. */
+  createDiscountCode(domain: string, code: string, value: Parameters<Store['createDiscountCode']>[2], opts?: { active?: boolean }) {
+    return this.store.createDiscountCode(domain, code, value, opts);
+  }
+
+  /** The drafts made of a contract (committed or not), oldest first. */
+  drafts(domain: string, contractId: number | string) {
+    const c = this.contract(domain, contractId);
+    return [...this.shop(domain).drafts.values()].filter((d) => d.contractId === c.id);
+  }
+
   /** Changes made on the platform outside svc (the shop admin, a failed payment); each sends its webhook. */
   readonly platform = {
     pause: (domain: string, id: number | string) => this.platformStatus(domain, id, 'pause'),
