@@ -12,7 +12,7 @@ import { adminSchema, validateAgainstAdminSchema } from '../support/shopify/inde
  */
 
 const ADDRESS = { firstName: 'Ada', lastName: 'Lovelace', address1: '12 St James Square', address2: 'Flat 3', city: 'London', provinceCode: 'LND', zip: 'SW1Y 4JH', countryCode: 'GB', phone: '+44 20 7946 0000' };
-const EVERY_KIND = parseOperations([
+const RAW: { op: string; [field: string]: unknown }[] = [
   { op: 'set_quantity', lineId: '1001', quantity: 3 },
   { op: 'swap_variant', lineId: '1001', variantId: '40002' },
   { op: 'swap_variant', lineId: '1001', variantId: '40002', price: '12.50' },
@@ -25,7 +25,8 @@ const EVERY_KIND = parseOperations([
   { op: 'set_shipping_address', address: { firstName: 'Ada', lastName: 'L', address1: 'x', city: 'Berlin', zip: '10115', countryCode: 'DE' } },
   { op: 'apply_discount_code', code: ' WELCOME10 ' },
   { op: 'remove_discount', discountId: '2001' },
-]);
+];
+const EVERY_KIND = parseOperations(RAW);
 const PRICES = new Map([
   ['40002', '14.5'],
   ['40004', '9.8'],
