@@ -38,6 +38,8 @@ export class StandIn {
   readonly faults = new Faults();
   readonly bulk: BulkRunner;
   readonly requests: LoggedRequest[] = [];
+  /** Admin API GraphQL requests per shop, counted even when the log is off (a benchmark counts calls with it). */
+  readonly graphqlCalls = new Map<string, number>();
   readonly costs: CostSettings;
   private readonly hooks: ResolverHooks;
   appWebhooks: { uri: string; topics?: string[] } | undefined;
