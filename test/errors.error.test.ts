@@ -226,10 +226,12 @@ describe('while shutting down', () => {
   it('a request that arrives on an open connection after close() began gets 503 unavailable in the envelope, with Connection: close; the one in flight finishes', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
+    let arrived!: () => void;
+    const inFlight = new Promise<void>((r) => (arrived = r));
     const closing = await startTestApp({
       database: { ...t.database, drop: async () => {} },
       clock: t.clock,
-      extraRoutes: (app) => app.get('/test/slow', async () => (await held, { ok: true })),
+      extraRoutes: (app) => app.get('/test/slow', async () => (arrived(), await held, { ok: true })),
     });
     await closing.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = closing.app.server.address() as import('node:net').AddressInfo;
@@ -239,7 +241,7 @@ describe('while shutting down', () => {
     const ended = new Promise<void>((r) => socket.on('close', () => r()));
     // One request in flight on a keep-alive connection...
     socket.write('GET /test/slow HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((r) => setTimeout(r, 100));
+    await inFlight;
     const closed = closing.app.close();
     // ...and the next one on the same connection once shutdown has begun.
     socket.write(`GET ${API}/1 HTTP/1.1\r\nHost: x\r\n\r\n`);
