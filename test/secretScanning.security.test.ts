@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook, type KeyLeakedWebhookEvent } from '../clients/typescript/src/index.js';
 import { keyDigest, newRawKey } from '../src/domain/keys.js';
 import { SecretScanningKeys } from '../src/services/secretScanningKeys.js';
 import { WebhookDispatcher } from '../src/workers/webhookDispatcher.js';
@@ -178,7 +179,8 @@ describe('a verified report', () => {
     const got = receiver.received.filter((r) => r.path.endsWith(`/${s.shopId}`));
     expect(got.map((r) => r.path).sort()).toEqual([`/hook/${s.shopId}`, `/leaks/${s.shopId}`]);
     const all = s.got()[0];
-    const event = new Webhook(s.secret).verify(all.body, all.headers as Record<string, string>);
+    // As an integrator's backend reads it, with @svc/client.
+    const event = verifyWebhook<KeyLeakedWebhookEvent>(all.body, all.headers as Record<string, string>, s.secret);
     expect(event).toEqual({
       type: 'api_key.leaked',
       timestamp: clock.now().toISOString(),
