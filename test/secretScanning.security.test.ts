@@ -321,3 +321,49 @@ describe('the published keys', () => {
     expectError(await report([match(newRawKey())]), 401, 'unauthorized');
   });
 });
+
+describe('reading the published list', () => {
+  /** A one-off server answering every request with `answer` (or never, for 'hang'). */
+  async function listServer(answer: ((res: http.ServerResponse) => void) | 'hang') {
+    const server = http.createServer((_req, res) => {
+      if (answer !== 'hang') answer(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/keys`;
+    return { url, close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))) };
+  }
+  const json = (body: unknown) => (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+  it('gives up on a list that does not answer in time, or is not one, and keeps only usable P-256 keys from one that is', async () => {
+    const warnings: string[] = [];
+    const warn = (o: object) => warnings.push(JSON.stringify(o));
+    const hanging = await listServer('hang');
+    const huge = await listServer((res) => res.writeHead(200).end(`{"public_keys":[${'"x",'.repeat(100_000)}"x"]}`));
+    const notJson = await listServer((res) => res.writeHead(200).end('<html>'));
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const mixed = await listServer(
+      json({
+        public_keys: [
+          'not an object',
+          { key_identifier: 'rsa', key: rsa, is_current: false },
+          { key_identifier: 'garbage', key: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n' },
+          { key_identifier: github.id, key: github.publicPem, is_current: true },
+        ],
+      }),
+    );
+    try {
+      expect(await new SecretScanningKeys({ url: hanging.url, clock, timeoutMs: 200, warn }).find(github.id)).toEqual({ unavailable: true });
+      expect(warnings.pop()).toContain('no answer in time');
+      expect(await new SecretScanningKeys({ url: huge.url, clock, warn }).find(github.id)).toEqual({ unavailable: true });
+      expect(warnings.pop()).toContain('larger than');
+      expect(await new SecretScanningKeys({ url: notJson.url, clock, warn }).find(github.id)).toEqual({ unavailable: true });
+      const fromMixed = new SecretScanningKeys({ url: mixed.url, clock, warn });
+      expect(await fromMixed.find(github.id)).toEqual({ key: expect.anything() });
+      expect(await fromMixed.find('rsa')).toEqual({ unknown: true });
+      expect(await fromMixed.find('garbage')).toEqual({ unknown: true });
+      expect(fromMixed.reads).toBe(1);
+    } finally {
+      await Promise.all([hanging.close(), huge.close(), notJson.close(), mixed.close()]);
+    }
+  });
+});
