@@ -17,7 +17,8 @@
  *   and then platform, with the CPU per action; the ratio is the median of the rounds' (this machine's speed moves
  *   within a minute, and a process measured from its first request shows its warm-up). Then both at a steady 200
  *   per second (open loop) for BENCH_SECONDS: p50 and p99.
- * BENCH_ONLY=accept,process,actions,import runs some of them; BENCH_PROFILE=dir writes svc's CPU profiles;
+ * - contract edits: the platform calls of a committed edit and of a preview, counted by the stand-in (at most 3 and 2);
+ * BENCH_ONLY=accept,process,edits,actions,import runs some of them; BENCH_PROFILE=dir writes svc's CPU profiles;
  * BENCH_SVC_LOG=file keeps svc's log (BENCH_TRACE_GC=1 adds V8's GC lines to it; the stand-in's go to the output). The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,7 +44,7 @@ const ACTION_CONTRACTS = 1000;
 const CONNECTIONS = 50;
 const RATE = 200;
 const APP = { key: 'bench-platform-app', secret: 'bench-platform-secret-0123456789' };
-const TARGETS = { acceptedPerSec: 1000, processedPerSec: 500, importSeconds: 60, importPeakRssMb: 200, actionsRatio: 0.5, fixedRateP99Ms: 30 };
+const TARGETS = { acceptedPerSec: 1000, processedPerSec: 500, importSeconds: 60, importPeakRssMb: 200, actionsRatio: 0.5, fixedRateP99Ms: 30, editCommitCalls: 3, editPreviewCalls: 2 };
 
 // ---- the stand-in, in its own process ----------------------------------------------------------------------------
 
@@ -121,6 +122,16 @@ async function standInProcess(): Promise<void> {
       return (Date.now() - started) / 1000;
     },
     bulkTimes: () => bulk,
+    /** Admin API GraphQL requests the shop has received so far. */
+    graphqlCalls: (domain: string) => standIn.graphqlCalls.get(domain) ?? 0,
+    /** A variant and a discount code for the edits' scenario. */
+    editCatalog: (domain: string) => {
+      const variant = standIn.createVariant(domain, { productTitle: 'Oat milk', price: '9.80' });
+      standIn.createDiscountCode(domain, 'BENCH10', { percentage: 10 });
+      return { variantId: String(variant.id) };
+    },
+    /** Whether each draft made of the contract was committed. */
+    drafts: (domain: string, id: string) => standIn.drafts(domain, id).map((d) => d.committed),
   };
   process.on('message', (m: Call) => {
     Promise.resolve()
@@ -288,7 +299,7 @@ type Setup = {
 };
 
 const ONLY = process.env.BENCH_ONLY?.split(',');
-const wanted = (name: 'accept' | 'process' | 'actions' | 'import') => !ONLY || ONLY.includes(name);
+const wanted = (name: 'accept' | 'process' | 'edits' | 'actions' | 'import') => !ONLY || ONLY.includes(name);
 
 async function measure(bench: Awaited<ReturnType<typeof benchDatabase>>, standIn: StandInClient) {
   const db = bench.db;
@@ -324,9 +335,10 @@ async function measure(bench: Awaited<ReturnType<typeof benchDatabase>>, standIn
   console.log(`svc on ${bench.where}; the platform's stand-in ${shopUrlTemplate}; node ${process.version}; ${os.cpus().length} cores`);
 
   let shop: Awaited<ReturnType<typeof installPlatformShop>> | null = null;
-  if (wanted('accept') || wanted('process') || wanted('actions')) shop = await installPlatformShop(setup);
+  if (wanted('accept') || wanted('process') || wanted('edits') || wanted('actions')) shop = await installPlatformShop(setup);
   const accepted = shop && wanted('accept') ? await acceptWebhooks(setup, shop) : null;
   const processed = shop && wanted('process') ? await processWebhooks(setup, shop) : null;
+  const edits = shop && wanted('edits') ? await measureEdits(setup, shop) : null;
   const actions = shop && wanted('actions') ? await compareActions(setup, shop) : null;
   if (shop) await stopSvc(shop.svc);
   const imported = wanted('import') ? await importLargeShop(setup) : null;
@@ -337,6 +349,7 @@ async function measure(bench: Awaited<ReturnType<typeof benchDatabase>>, standIn
     webhooksProcessedPerSec: processed?.perSec ?? null,
     processing: processed && { webhooks: processed.webhooks, seconds: processed.seconds, failed: processed.failed, cpuPerWebhookUs: processed.cpu },
     import: imported,
+    edits,
     actions: actions && { standalone: actions.standalone, platform: actions.platform, ratio: actions.ratio, cpuPerActionUs: actions.cpu },
     fixedRate: actions && { rate: RATE, platform: actions.fixedPlatform, standalone: actions.fixedStandalone },
     targetsMet: {
@@ -346,6 +359,7 @@ async function measure(bench: Awaited<ReturnType<typeof benchDatabase>>, standIn
       importRss: imported ? imported.peakRssMb <= TARGETS.importPeakRssMb : null,
       actionsRatio: actions ? actions.ratio >= TARGETS.actionsRatio : null,
       fixedRateP99: actions ? actions.fixedPlatform.p99 <= TARGETS.fixedRateP99Ms : null,
+      editCalls: edits ? edits.committedCalls <= TARGETS.editCommitCalls && edits.previewCalls <= TARGETS.editPreviewCalls : null,
     },
   };
 }
@@ -449,6 +463,60 @@ async function processWebhooks(s: Setup, shop: Awaited<ReturnType<typeof install
       `wall ${Math.round((seconds * 1e6) / span.n)} µs/webhook, cpu/webhook: svc ${cpu.svc} µs, platform ${cpu.standIn} µs, postgres ${cpu.postgres} µs`,
   );
   return { perSec, webhooks: span.n, seconds, failed: span.failed, cpu };
+}
+
+/**
+ * 5. Contract edits in platform mode: how many calls svc makes to the platform for one edit of four or five operations
+ * (a quantity, a line with its price, the frequency, a discount code, after the first round the code's removal), previewed and committed, counted by the
+ * platform's stand-in; each EDIT_ROUNDS times, with the median time of each. Then one edit that adds a line
+ * without a price (its variant's price is read alongside the draft's creation).
+ */
+const EDIT_ROUNDS = 10;
+async function measureEdits(s: Setup, shop: Awaited<ReturnType<typeof installPlatformShop>>) {
+  const { variantId } = await s.standIn.call<{ variantId: string }>('editCatalog', shop.domain);
+  const id = shop.ids[shop.ids.length - 1];
+  const url = `${shop.svc.url}/api/v1/subscription-contracts/${id}`;
+  const lineId = ((await (await fetch(url, { headers: shop.auth })).json()) as { contract: { lines: { id: string }[] } }).contract.lines[0].id;
+  const calls = () => s.standIn.call<number>('graphqlCalls', shop.domain);
+  const post = async (body: object) => {
+    const before = await calls();
+    const started = performance.now();
+    const res = await fetch(`${url}/edits`, { method: 'POST', headers: shop.auth, body: JSON.stringify(body) });
+    const ms = performance.now() - started;
+    if (res.status !== 200) throw new Error(`an edit answered ${res.status}: ${await res.text()}`);
+    return { calls: (await calls()) - before, ms };
+  };
+  const operations = (i: number) => [
+    { op: 'set_quantity', lineId, quantity: 2 + (i % 5) },
+    { op: 'add_line', variantId, quantity: 1, price: '9.80' },
+    { op: 'set_frequency', interval: i % 2 ? 'WEEK' : 'MONTH', intervalCount: 2 },
+    { op: 'apply_discount_code', code: 'BENCH10' },
+  ];
+  const preview: { calls: number; ms: number }[] = [];
+  const committed: { calls: number; ms: number }[] = [];
+  for (let i = 0; i < EDIT_ROUNDS; i++) {
+    // The code applied by the previous round is taken off first, so each round applies it again.
+    const current = ((await (await fetch(url, { headers: shop.auth })).json()) as { contract: { discounts: { id: string }[] } }).contract.discounts;
+    const ops = [...current.map((d) => ({ op: 'remove_discount', discountId: d.id })), ...operations(i)];
+    preview.push(await post({ preview: true, operations: ops }));
+    committed.push(await post({ operations: ops }));
+  }
+  const unpriced = await post({ operations: [{ op: 'add_line', variantId, quantity: 1 }] });
+  const drafts = await s.standIn.call<boolean[]>('drafts', shop.domain, id);
+  const result = {
+    committedCalls: Math.max(...committed.map((r) => r.calls)),
+    previewCalls: Math.max(...preview.map((r) => r.calls)),
+    unpricedCommittedCalls: unpriced.calls,
+    committedMedianMs: Math.round(median(committed.map((r) => r.ms)) * 10) / 10,
+    previewMedianMs: Math.round(median(preview.map((r) => r.ms)) * 10) / 10,
+    draftsCommitted: drafts.filter(Boolean).length,
+    draftsLeftUncommitted: drafts.filter((c) => !c).length,
+  };
+  console.log(
+    `edits (4–5 operations): committed ${result.committedCalls} platform calls (median ${result.committedMedianMs} ms), preview ${result.previewCalls} calls (median ${result.previewMedianMs} ms); ` +
+      `a line added without a price: ${result.unpricedCommittedCalls} calls; drafts committed ${result.draftsCommitted}, left uncommitted ${result.draftsLeftUncommitted}`,
+  );
+  return result;
 }
 
 /**

@@ -166,7 +166,10 @@ export function pauseResumeRequests(ids: string[], opts: { paused?: Set<string>;
     onResponse: (status: number, _body: string, c: any) => {
       if (opts.statuses) opts.statuses[status] = (opts.statuses[status] ?? 0) + 1;
       picker.release(c.id);
-      if (flips(status)) (paused.has(c.id) ? paused.delete(c.id) : paused.add(c.id));
+      if (flips(status)) {
+        if (paused.has(c.id)) paused.delete(c.id);
+        else paused.add(c.id);
+      }
     },
   };
 }
@@ -251,7 +254,10 @@ export function pauseResumeNext(baseUrl: string, pick: () => string, paused: Set
       body: pausing ? '{"action":"pause"}' : '{"action":"resume"}',
       done: (status) => {
         picker.release(id);
-        if (status !== null && flips(status)) (pausing ? paused.add(id) : paused.delete(id));
+        if (status !== null && flips(status)) {
+          if (pausing) paused.add(id);
+          else paused.delete(id);
+        }
       },
     };
   };

@@ -126,7 +126,10 @@ async function main() {
           res.resume();
           res.on('end', () => {
             busy.delete(id);
-            if (res.statusCode === 200 || res.statusCode === 409) (paused.has(id) ? paused.delete(id) : paused.add(id));
+            if (res.statusCode === 200 || res.statusCode === 409) {
+              if (paused.has(id)) paused.delete(id);
+              else paused.add(id);
+            }
           });
         });
         req.end(body);

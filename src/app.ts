@@ -18,6 +18,8 @@ import { installIdempotency } from './http/idempotency.js';
 import { accessLogWriter, requestLoggerFactory, scrubKeys } from './http/logging.js';
 import type { RequestLoad } from './http/load.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
+import { requestLogRecorder } from './http/requestLog.js';
+import { RequestLogWriter, type RequestLogWriterOptions } from './db/requestLogWriter.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
@@ -51,7 +53,16 @@ export type AppDeps = {
   shopify?: { services: Shopify; onWebhook?: () => void };
   /** The public keys GitHub signs leaked-key reports with (GITHUB_SECRET_SCANNING_KEYS_URL; GitHub's own by default). */
   secretScanningKeys?: SecretScanningKeys;
+  /** The request log (REQUEST_LOG): on unless `false`, with its writer's settings. */
+  requestLog?: false | RequestLogWriterOptions;
 };
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The request log's writer (null when REQUEST_LOG is off): closed, after a last flush, when the app closes. */
+    requestLog: RequestLogWriter | null;
+  }
+}
 
 export const BODY_LIMIT = 16 * 1024;
 
@@ -117,18 +128,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     done();
   });
-  const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db });
+  const requestLog = deps.requestLog === false ? null : new RequestLogWriter(deps.ctx.db, deps.requestLog);
+  app.decorate('requestLog', requestLog);
+  if (requestLog) app.addHook('onClose', () => requestLog.close());
+  const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db, requestLog: requestLog ?? undefined });
   const accessLog = accessLogWriter(deps.logger);
+  // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's).
+  gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  const apiGate = gate;
+  const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (authorization) => apiGate.identify(authorization)) : null;
   app.addHook('onResponse', (req, reply, done) => {
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     const ms = reply.elapsedTime;
     accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });
     metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);
+    recordRequest?.(req, reply, ms);
     done();
   });
-  // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's).
-  gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
-  const apiGate = gate;
   // An unknown path or a wrong method under /api/v1 is a request of the API like any other: the key and the limit
   // come first (a caller without a valid key learns nothing about the routes), then 404 or 405.
   app.setNotFoundHandler(async (req, reply) => {

@@ -71,6 +71,8 @@ const ConfigSchema = z.object({
     .refine((v) => /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v), { message: 'must be an http(s) URL' })
     .default(GITHUB_SECRET_SCANNING_KEYS_URL),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
+  // The request log (every API and MCP request, 14 days, shown per key in the admin): on, or off to measure without it.
+  REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   TRUST_PROXY: optionalString.refine((v) => v === undefined || parseTrustProxy(v) !== null, {
     message: 'must be true, false, a number of proxy hops, or a comma-separated list of proxy IPs/CIDRs',
   }),
@@ -102,6 +104,7 @@ export type Config = {
   platform: PlatformConfig;
   /** GITHUB_SECRET_SCANNING_KEYS_URL: the public keys GitHub signs its leaked-key reports with. */
   secretScanningKeysUrl: string;
+  requestLog: boolean;
 };
 
 /** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     platform,
     secretScanningKeysUrl: e.GITHUB_SECRET_SCANNING_KEYS_URL,
+    requestLog: e.REQUEST_LOG === 'on',
   };
 }
 

@@ -71,6 +71,7 @@ async function main(): Promise<void> {
     load,
     shopify: shopify ? { services: shopify, onWebhook: () => workers.platformInbox?.wakeSoon() } : undefined,
     secretScanningKeys: new SecretScanningKeys({ url: config.secretScanningKeysUrl, clock: systemClock, warn: (o, m) => log.warn(o, m) }),
+    requestLog: config.requestLog && { onError: (err) => log.warn({ err: { message: err.message } }, 'request log: a batch could not be written; retrying') },
   });
 
   let address: string;

@@ -59,6 +59,30 @@ describe('reads', () => {
   });
 });
 
+describe('edits', () => {
+  it('previews a quantity change without changing anything, then makes it, with the totals of the new quantity', async () => {
+    // A contract of its own (seeded after the reads above): the later tests count the events of the first five.
+    const [{ id }] = await t.seed(shop.shopId, 1);
+    const before = await svc.getSubscriptionContract(id);
+    const line = before.lines[0];
+    const preview = await svc.editSubscriptionContract(id, { operations: [{ op: 'set_quantity', lineId: line.id, quantity: line.quantity + 2 }], preview: true });
+    expect(preview.preview).toBe(true);
+    expect(preview.contract.lines[0].quantity).toBe(line.quantity + 2);
+    expect(await svc.getSubscriptionContract(id)).toEqual(before);
+    const done = await svc.editSubscriptionContract(id, { operations: [{ op: 'set_quantity', lineId: line.id, quantity: line.quantity + 2 }] });
+    expect(done.preview).toBe(false);
+    expect(done.contract.totals).toEqual(preview.contract.totals);
+    expect(done.contract.totals).not.toEqual(before.totals);
+    expect(await svc.getSubscriptionContract(id)).toEqual(done.contract);
+  });
+
+  it('an unknown line is a typed refusal naming the problem', async () => {
+    const err = await refusal(svc.editSubscriptionContract(seeded[0], { operations: [{ op: 'remove_line', lineId: '999999' }] }));
+    expect(err.status).toBe(422);
+    expect(err.code).toBe('invalid_edit');
+  });
+});
+
 describe('actions and history', () => {
   it('pause with resumeAt, resume, skip, reschedule, cancel: each returns the contract after it', async () => {
     const id = seeded[1];

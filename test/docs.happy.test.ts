@@ -34,6 +34,7 @@ describe('GET /api/v1/openapi.json', () => {
         P,
         `${P}/{contract_id}`,
         `${P}/{contract_id}/actions`,
+        `${P}/{contract_id}/edits`,
         `${P}/{contract_id}/events`,
         W,
         `${W}/{id}`,
@@ -124,7 +125,10 @@ describe('GET /api/v1/openapi.json', () => {
 
     const contract = deref(deref(get.responses['200'].content['application/json'].schema).properties.contract);
     expect(Object.keys(contract.properties).sort()).toEqual(
-      ['billingPolicy', 'cancellationReason', 'cancelledAt', 'createdAt', 'customer', 'id', 'lines', 'nextBillingDate', 'pausedAt', 'resumeAt', 'status', 'updatedAt'].sort(),
+      [
+        'billingPolicy', 'cancellationReason', 'cancelledAt', 'createdAt', 'customer', 'deliveryPolicy', 'discounts', 'id', 'lines', 'nextBillingDate',
+        'pausedAt', 'resumeAt', 'shippingAddress', 'status', 'totals', 'updatedAt',
+      ].sort(),
     );
   });
 });

@@ -429,15 +429,28 @@ describe('plan, uninstall and privacy', () => {
     expect(res2.json().contract.status).toBe('PAUSED'); // the platform's pause, received by webhook
   });
 
-  it('customers/redact erases the customer’s email from the mirror, stored deliveries and recorded results', async () => {
+  it('customers/redact erases the customer’s email and shipping address from the mirror, stored deliveries and recorded results', async () => {
     const s = await p.install({ contracts: 2 });
     const platformContract = p.standIn.contract(s.domain, s.contractIds[0]);
     const email = platformContract.customer.email;
     await act(s.key, s.contractIds[0], { action: 'pause' }, { 'idempotency-key': 'redact-1' });
+    // The stand-in's contracts carry no delivery address yet: give the mirrored contract and the recorded result one,
+    // as a platform address would have put there.
+    const street = '31 Rue des Redactions';
+    const address = { firstName: 'Ada', lastName: 'Lovelace', address1: street, address2: null, city: 'Paris', provinceCode: null, zip: '75002', countryCode: 'FR', phone: null };
+    await count(`WITH u AS (UPDATE subscription_contracts SET shipping_address = $2 WHERE id = $1 RETURNING 1) SELECT count(*)::int AS n FROM u`, [s.contractIds[0], JSON.stringify(address)]);
+    await count(
+      `WITH u AS (UPDATE idempotency_keys SET result = jsonb_set(result::jsonb, '{shippingAddress}', $2::jsonb)::json WHERE shop_id = $1 AND result IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM u`,
+      [s.shopId, JSON.stringify(address)],
+    );
+    expect((await contract(s)).shippingAddress.address1).toBe(street);
+    expect(await count(`SELECT count(*)::int AS n FROM idempotency_keys WHERE shop_id = $1 AND result::text LIKE $2`, [s.shopId, `%${street}%`])).toBe(1);
     p.standIn.sendCompliance(s.domain, 'customers/redact', { customer: platformContract.customer });
     await p.settle();
     expect((await contract(s)).customer.email).toBe('');
+    expect((await contract(s)).shippingAddress).toBeNull();
     expect(await count(`SELECT count(*)::int AS n FROM idempotency_keys WHERE shop_id = $1 AND result::text LIKE $2`, [s.shopId, `%${email}%`])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM idempotency_keys WHERE shop_id = $1 AND result::text LIKE $2`, [s.shopId, `%${street}%`])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM subscription_contracts WHERE customer_email = $1`, [email])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE payload::text LIKE $1`, [`%${email}%`])).toBe(0);
   });

@@ -123,7 +123,8 @@ function body(a: ApiAction): object {
       return { action: 'reschedule', nextBillingDate: at(a.inDays * DAY).toISOString() };
     case 'cancel':
       return { action: 'cancel', reason: 'property' };
-    default:
+    case 'resume':
+    case 'skip':
       return { action: a.action };
   }
 }

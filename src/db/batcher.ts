@@ -60,7 +60,7 @@ export class Batcher<I, O> {
       this.inFlight++;
       this.stats.batches++;
       this.stats.inputs += batch.length;
-      this.execute(batch).finally(() => {
+      void this.execute(batch).finally(() => {
         this.inFlight--;
         this.schedule();
       });

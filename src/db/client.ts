@@ -12,8 +12,11 @@ export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type RunSql = <T = Record<string, unknown>>(
   text: string,
   params?: unknown[],
-  /** multi: several statements, no parameters. name: a prepared statement (PostgreSQL: parsed and planned once per connection). */
-  opts?: { multi?: boolean; name?: string },
+  /**
+   * multi: several statements, no parameters. name: a prepared statement (PostgreSQL: parsed and planned once per
+   * connection). timeoutMs: in a session, how long the statement may go unanswered (sessions have no limit otherwise).
+   */
+  opts?: { multi?: boolean; name?: string; timeoutMs?: number },
 ) => Promise<T[]>;
 
 /** Plain SQL on one connection (migrations, locks, pings). */
@@ -126,8 +129,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       const client = await pool.connect();
       try {
         return await fn(async (text, params, o) => {
-          // Sessions run migrations and hold locks: they may take as long as they need.
-          const res = await client.query({ text, values: o?.multi ? undefined : (params ?? []), query_timeout: NO_TIMEOUT_MS } as pg.QueryConfig);
+          // Sessions run migrations and hold locks: they may take as long as they need, unless told otherwise.
+          const res = await client.query({
+            name: o?.name,
+            text,
+            values: o?.multi ? undefined : (params ?? []),
+            query_timeout: o?.timeoutMs ?? NO_TIMEOUT_MS,
+          } as pg.QueryConfig);
           const last = Array.isArray(res) ? res[res.length - 1] : res;
           return (last?.rows ?? []) as never[];
         });

@@ -1,6 +1,6 @@
 /**
  * The consumers of contract events that must see every committed event and nothing rolled back: each entry is a
- * data-modifying CTE that the change path (commitContractChange) adds to the very statement that writes the events,
+ * data-modifying CTE that the change path (db/contractWrites.ts) adds to the very statement that writes the events,
  * so its rows commit with the change or not at all, in both strategies (the batched optimistic write and the locked
  * one).
  *

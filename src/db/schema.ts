@@ -118,7 +118,7 @@ export const contracts = pgTable(
     platformRevision: numericText('platform_revision'),
     platformUpdatedAt: ts('platform_updated_at'),
     // Platform mode (migration 0007): a change being carried out on the platform holds the contract until it
-    // commits, instead of a row lock held across the call (commitContractChange.ts).
+    // commits, instead of a row lock held across the call (db/contractLeases.ts).
     callLease: uuid('call_lease'),
     callLeaseUntil: ts('call_lease_until'),
   },

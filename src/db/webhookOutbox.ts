@@ -34,7 +34,7 @@ export type ClaimedDelivery = {
   } | null;
 };
 
-// The claim is svc_claim_webhook_deliveries (migrations 0008, 0009): due deliveries oldest first, in order per
+// The claim is svc_claim_webhook_deliveries (its current body is in migration 0010): due deliveries oldest first, in order per
 // contract and endpoint, of enabled endpoints, SKIP LOCKED, walked along the due index whatever the statistics say,
 // each with its endpoint and event; what it walks past and cannot send yet it parks until it can go.
 const CLAIM = `

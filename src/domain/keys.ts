@@ -25,8 +25,13 @@ const ANYWHERE = /svc_live_[0-9A-Za-z]*/gi;
 const ASCII_ESCAPE = /%([0-7][0-9A-Fa-f])/g;
 /** Enough for any encoding a client, a proxy and a framework could stack up; past it the text counts as a mention. */
 const MAX_DECODING_ROUNDS = 8;
-/** A run of text without spaces, quotes or backslashes: a URL or a word, as a log line or a message holds it. */
-const RUN = /[^\s"'\\<>]+/g;
+/**
+ * A run of text without spaces, quotes, backslashes or the delimiters of a URL's parts (`/ ? & = #`): a path segment,
+ * a query parameter's name or value, a word. A key's characters include none of these, and percent-decoding never
+ * removes one, so a key (however encoded) lies inside one run: replacing that run alone keeps the rest of a URL
+ * readable (the request log shows the path around it).
+ */
+const RUN = /[^\s"'\\<>/?&=#]+/g;
 
 /**
  * The text with its percent-escapes of ASCII characters decoded, again and again until nothing changes, so that
@@ -57,8 +62,8 @@ export function mentionsKey(text: string): boolean {
 
 /**
  * The text with every key (or piece of one) replaced: the last line of defence for logs and error messages. A
- * percent-encoded key is replaced with the whole run of text around it (a URL, say), as only its decoded form
- * shows where the key is.
+ * percent-encoded key is replaced with the whole run of text around it (a path segment or a query value), as only
+ * its decoded form shows where the key is.
  */
 export function scrubKeys(text: string): string {
   const out = MENTION.test(text) ? text.replace(ANYWHERE, 'svc_live_[REDACTED]') : text;

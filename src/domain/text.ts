@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 // PostgreSQL text cannot hold NUL, and jsonb (event data) refuses unpaired UTF-16 surrogates: both would fail the
 // write with a 500. Without the `u` flag the pattern sees UTF-16 code units, which is what must be checked.
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern looks for
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s);

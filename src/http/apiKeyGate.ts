@@ -7,6 +7,8 @@ import type { ServiceContext } from '../services/context.js';
 import { errorEnvelope } from '../domain/errors.js';
 import { sendError, toServiceError } from './errors.js';
 import { appendHook } from './hooks.js';
+import type { LoggedKey } from './requestLog.js';
+import { fingerprintOf } from '../domain/keys.js';
 import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
 
@@ -75,6 +77,11 @@ export type ApiKeyGate = {
    * and a refused key is recorded (metrics, WWW-Authenticate, the failure count). Returns the error to send.
    */
   beforeErrorResponse(req: FastifyRequest, reply: FastifyReply, err: ServiceError): Promise<ServiceError>;
+  /**
+   * The key an Authorization header holds, as far as it exists (revoked or not): for the request log, of a request
+   * the gate never saw (refused for a key in its URL). Null for a malformed or unknown key.
+   */
+  identify(authorization: string | undefined): Promise<LoggedKey | null>;
 };
 
 /**
@@ -171,7 +178,7 @@ export function installApiKeyGate(
     let key: KnownKey;
     try {
       if (cached) {
-        req.knownKey = key = cached;
+        req.knownKey = req.loggedKey = key = cached;
         // With an Idempotency-Key the key is confirmed first: nothing is claimed for a key that is not usable.
         if (config.confirmedByRead && req.headers['idempotency-key'] === undefined) {
           req.caller = callerPendingConfirmation(callerOf(req, key), {
@@ -185,7 +192,8 @@ export function installApiKeyGate(
         }
         assertKeyUsable(ctx, await keyRows(ctx.db).states.load(key.keyId));
       } else {
-        req.knownKey = key = await lookupKey({ ctx, input: { digest, cache } });
+        // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
+        req.knownKey = key = await lookupKey({ ctx, input: { digest, cache, identified: (k) => (req.loggedKey = k) } });
       }
       await admit(reply, key, changes);
     } catch (err) {
@@ -202,7 +210,9 @@ export function installApiKeyGate(
     if (!req.caller || reply.statusCode >= 400 || !isPendingConfirmation(req.caller)) return payload;
     req.log.error({ route: req.routeOptions.url }, 'an answer was about to leave for a key never confirmed: refused');
     reply.code(401).header('content-type', 'application/json; charset=utf-8').header('www-authenticate', 'Bearer');
-    return JSON.stringify(errorEnvelope(new UnconfirmedCaller(), String(req.id)));
+    const refusal = new UnconfirmedCaller();
+    req.errorCode = refusal.code;
+    return JSON.stringify(errorEnvelope(refusal, String(req.id)));
   };
 
   app.addHook('onRoute', (route) => {
@@ -230,6 +240,14 @@ export function installApiKeyGate(
       }
       if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
       return final;
+    },
+    async identify(authorization) {
+      const digest = presentedKeyDigest(authorization);
+      if (typeof digest !== 'string') return null;
+      const cached = cache.find(digest);
+      if (cached) return cached;
+      const row = await keyRows(ctx.db).byDigest.load(digest);
+      return row ? { keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) } : null;
     },
   };
 }

@@ -26,6 +26,8 @@ export const ErrorEnvelope = z
 
 export function sendError(reply: FastifyReply, err: ServiceError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
+  // For the request log: the code the client got.
+  reply.request.errorCode = err.code;
   // Answered before the request's body has arrived (a refusal by the key gate or the admin's session check, a body
   // too large): the connection closes after the answer, so a client cannot go on trickling a body nobody will read
   // (Node would otherwise read it to its end, to keep the connection). Injected requests have no `complete`.

@@ -7,6 +7,7 @@ import type { AuthFailureReason } from '../services/authenticateApiKey.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
 import { batchedStatements } from '../db/batchedStatements.js';
 import { outboxBacklog } from '../db/webhookOutbox.js';
+import type { RequestLogWriter } from '../db/requestLogWriter.js';
 import type { DispatcherStats } from '../workers/webhookDispatcher.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
@@ -41,7 +42,7 @@ export class AppMetrics {
   readonly requests: Counter<'method' | 'route' | 'status'>;
   readonly duration: Histogram<'method' | 'route' | 'status'>;
 
-  constructor(opts: MetricsOptions & { db?: Database }) {
+  constructor(opts: MetricsOptions & { db?: Database; requestLog?: RequestLogWriter }) {
     const registers = [this.registry];
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({
@@ -165,6 +166,35 @@ export class AppMetrics {
       });
     }
 
+    const requestLog = opts.requestLog;
+    if (requestLog) {
+      const total = (name: string, help: string, read: (s: RequestLogWriter['stats']) => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read(requestLog.stats));
+          },
+        });
+      total('svc_request_log_written_total', 'Requests written to the request log by this instance.', (s) => s.written);
+      total(
+        'svc_request_log_dropped_total',
+        'Request log entries dropped because the buffer was full (the database could not take them in time).',
+        (s) => s.dropped,
+      );
+      total('svc_request_log_failed_batches_total', 'Request log batches the database refused or did not answer (tried again).', (s) => s.failures);
+      new Gauge({
+        name: 'svc_request_log_buffered',
+        help: 'Request log entries waiting to be written.',
+        registers,
+        collect() {
+          this.set(requestLog.buffered);
+        },
+      });
+    }
+
     const pool = opts.db?.poolStats ? () => opts.db!.poolStats!() : null;
     if (pool) {
       new Gauge({
@@ -220,7 +250,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
  * endpoint is open, as is usual for a scrape target on a private network; with it, the token is compared in
  * constant time.
  */
-export function installMetrics(app: FastifyInstance, opts: MetricsOptions & { db?: Database }): AppMetrics {
+export function installMetrics(app: FastifyInstance, opts: MetricsOptions & { db?: Database; requestLog?: RequestLogWriter }): AppMetrics {
   const metrics = new AppMetrics(opts);
 
   const expected = opts.token ? digest(opts.token) : null;

@@ -1,6 +1,7 @@
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ServiceError } from '../domain/errors.js';
+import { scrubKeys } from '../domain/keys.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
 import { AuthError } from '../services/authenticateApiKey.js';
@@ -42,6 +43,21 @@ function readBody(body: unknown): McpMessage[] {
   return messages as McpMessage[];
 }
 
+/** A tool name as the request log shows it: a name of a tool's shape as sent (secrets scrubbed), else a placeholder. */
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/** The tools a POST calls, for the request log: comma-separated; undefined if none. */
+function toolsCalled(messages: McpMessage[]): string | undefined {
+  let names: string | undefined;
+  for (const m of messages) {
+    if (m.kind !== 'request' || m.method !== 'tools/call') continue;
+    const sent = String((m.request as CallToolRequest).params.name);
+    const name = TOOL_NAME.test(sent) ? scrubKeys(sent) : '(not a tool name)';
+    names = names === undefined ? name : `${names},${name}`;
+  }
+  return names;
+}
+
 /** A POST holding one tools/call of a tool whose first step reads the contract it names. */
 function confirmedByItsRead(messages: McpMessage[]): boolean {
   const [m] = messages;
@@ -73,6 +89,7 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
       );
     }
     const messages = readBody(req.body);
+    req.mcpTool = toolsCalled(messages);
     // The key itself goes no further than the gate: the tools get the caller (shop, actor, access).
     const caller = req.caller!;
     // A lone call of a tool that first reads one contract confirms the key in that read, as a GET of a contract does
@@ -85,6 +102,9 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
       ops: serviceOperations(ctx, caller),
       access: caller.access,
       requestId: String(req.id),
+      onRefused: (code) => {
+        req.errorCode ??= code;
+      },
       toServiceError: (err) => {
         if (err instanceof AuthError || err instanceof UnconfirmedCaller || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
         return toServiceError(err, req);

@@ -10,6 +10,8 @@ export type ToolCallContext = {
   ops: ContractOperations;
   requestId?: string;
   toServiceError(err: unknown): ServiceError;
+  /** Told of every refused call (the code its envelope carries): the HTTP transport's request log keeps the first. */
+  onRefused?(code: string): void;
 };
 
 /** JSON Schema for a client, inlined (no $ref) so every client can read it; draft-07 as the SDK's McpServer emits. */
@@ -73,12 +75,14 @@ export async function callTool(name: string, args: unknown, call: ToolCallContex
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(name).slice(0, 80)}`);
   const parsed = tool.input.safeParse(args ?? {});
   if (!parsed.success) {
+    call.onRefused?.('invalid_request');
     return toolFailure(invalidInput(issuesToDetails(parsed.error.issues), 'Invalid arguments'), call.requestId);
   }
   try {
     return toolSuccess(await tool.run(call.ops, parsed.data));
   } catch (err) {
     const failure = call.toServiceError(err);
+    call.onRefused?.(failure.code);
     // A refusal relayed from the HTTP API keeps that API's request id: it is the one its logs know.
     const relayed = (failure as { requestId?: unknown }).requestId;
     return toolFailure(failure, typeof relayed === 'string' ? relayed : call.requestId);

@@ -116,9 +116,18 @@ export class KeyCache {
  * Looks a well-formed key's digest up through the unique index (unknown or revoked → 401) and checks the shop's
  * plan (→ 403): the key, confirmed usable now. The digest is compared by the index, never byte by byte in code.
  */
-export async function lookupKey({ ctx, input }: ServiceCall<{ digest: string; cache?: KeyCache }>): Promise<KnownKey> {
+export async function lookupKey({
+  ctx,
+  input,
+}: ServiceCall<{
+  digest: string;
+  cache?: KeyCache;
+  /** Told which key this is as soon as it is found, before it is judged (the request log records refusals too). */
+  identified?: (key: { keyId: string; shopId: string; fingerprint: string }) => void;
+}>): Promise<KnownKey> {
   const { digest } = input;
   const row = await keyRows(ctx.db).byDigest.load(digest);
+  if (row && input.identified) input.identified({ keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) });
   assertKeyUsable(ctx, row);
   const now = ctx.clock.now();
   let lastUsedAt = row!.lastUsedAt?.getTime() ?? -Infinity;

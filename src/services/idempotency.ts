@@ -13,7 +13,7 @@ import type { ServiceCall } from './context.js';
  *
  * Two ways an outcome is kept:
  * - a contract change records its result (the contract after it) in the very statement that commits it
- *   (db/commitContractChange.ts, given the claim's IdempotencyRecord), so no crash between the effect and the record
+ *   (db/contractWrites.ts, given the claim's IdempotencyRecord), so no crash between the effect and the record
  *   can let a retry execute the request a second time; a replay renders the response from that result, as the first
  *   response was rendered;
  * - any other outcome (a refusal: nothing changed) is kept as the response that was sent (completeIdempotencyKey).

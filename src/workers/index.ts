@@ -1,5 +1,6 @@
 import type { ServiceContext } from '../services/context.js';
 import { IdempotencyCleanup } from './idempotencyCleanup.js';
+import { RequestLogCleanup } from './requestLogCleanup.js';
 import { ResumeSweep } from './resumeSweep.js';
 import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
@@ -29,13 +30,15 @@ export function createWorkers(
   const busy = opts.load ? () => opts.load!.busy(BUSY_REQUESTS_PER_SECOND) : undefined;
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
+  const requestLogCleanup = new RequestLogCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : [])];
+  const all = [resumeSweep, idempotencyCleanup, requestLogCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : [])];
   return {
     resumeSweep,
     idempotencyCleanup,
+    requestLogCleanup,
     webhookDispatcher,
     platformInbox,
     reconcile,

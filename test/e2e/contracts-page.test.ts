@@ -220,7 +220,7 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await screenshot(page, 'contract-cancel-dialog', false);
     await d.getByRole('button', { name: 'Cancel contract' }).click();
     await status.getByText('Cancelled').waitFor();
-    await page.getByText('Moved abroad', { exact: true }).waitFor();
+    await page.locator('#AppFrameMain').getByText('Moved abroad', { exact: true }).waitFor();
     await newestEvent(page, id).getByText('Reason: Moved abroad', { exact: false }).waitFor();
     await page.getByText('A cancelled contract cannot be changed.').waitFor();
     expect(await actions()).toEqual([]);

@@ -61,7 +61,7 @@ export async function startTestApp(
     /** Where webhooks may go: tests send them to local receivers, so private addresses are allowed unless said. */
     webhookAddresses?: AddressPolicy;
     /** Optional parts of the app a test turns on: rate limits, metrics collectors, trusted proxies, client limits. */
-    appDeps?: Pick<AppDeps, 'rateLimit' | 'metrics' | 'trustProxy' | 'clientLimits' | 'secretScanningKeys'>;
+    appDeps?: Pick<AppDeps, 'rateLimit' | 'metrics' | 'trustProxy' | 'clientLimits' | 'secretScanningKeys' | 'requestLog'>;
     /** Platform mode against a stand-in (test/support/platform.ts): the port, webhooks in, install. */
     shopify?: Parameters<typeof shopifyPlatform>[1] & { publicUrl: () => string };
   } = {},

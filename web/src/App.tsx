@@ -7,11 +7,12 @@ import { AdminApiContext } from './context';
 import { ApiPage } from './pages/ApiPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
+import { KeyRequestsPage } from './pages/KeyRequestsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
-import { contractIdOf, navigate, ROUTES, usePath } from './router';
+import { contractIdOf, keyIdOfRequestsPath, navigate, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
 export function App() {
@@ -61,6 +62,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   else if (path === ROUTES.settings) page = <SettingsPage />;
   else if (path === ROUTES.contracts) page = <ContractsPage />;
   else if (contractIdOf(path)) page = <ContractPage key={path} contractId={contractIdOf(path)!} />;
+  else if (keyIdOfRequestsPath(path)) page = <KeyRequestsPage key={path} keyId={keyIdOfRequestsPath(path)!} />;
   else page = <NotFoundPage />;
 
   if (embedded) {
@@ -104,7 +106,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
             icon: SettingsIcon,
             selected: path.startsWith(ROUTES.settings),
             subNavigationItems: [
-              { label: 'API', url: ROUTES.api, matches: path === ROUTES.api },
+              { label: 'API', url: ROUTES.api, matches: path === ROUTES.api || path.startsWith(`${ROUTES.api}/`) },
               { label: 'Webhooks', url: ROUTES.webhooks, matches: path === ROUTES.webhooks },
             ],
           },

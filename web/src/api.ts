@@ -92,6 +92,25 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookDeliveryStatus = WebhookDelivery['status'];
 export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
+/** One request of a key, as the request log keeps it (src/domain/requestLog.ts): no body, secrets scrubbed. */
+export type RequestLogEntry = {
+  id: string;
+  at: string;
+  keyId: string;
+  fingerprint: string;
+  method: string;
+  path: string;
+  mcpTool: string | null;
+  status: number;
+  errorCode: string | null;
+  durationMs: number;
+  requestId: string;
+  idempotencyKey: string | null;
+  ip: string | null;
+  userAgent: string | null;
+};
+/** The request log's filters: a status class (2xx, 4xx, 5xx) or code, text in the path, requests before a moment. */
+export type RequestLogQuery = { keyId: string; status?: string; path?: string; before?: string; cursor?: string; limit?: number };
 
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
 export class ApiError extends Error {
@@ -133,6 +152,8 @@ export type AdminApi = {
   webhookDeliveries(id: string, q: { cursor?: string; limit?: number }): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }>;
   resendWebhookDelivery(id: string, deliveryId: string): Promise<{ delivery: WebhookDelivery }>;
   resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
+  /** A page of a key's requests, newest first (kept 14 days). */
+  requestLog(q: RequestLogQuery): Promise<{ requests: RequestLogEntry[]; nextCursor: string | null }>;
 };
 
 const BASE = `${import.meta.env.BASE_URL}api`;
@@ -211,5 +232,10 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     },
     resendWebhookDelivery: (id, deliveryId) => call('POST', `${endpointPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/resend`, {}),
     resendFailedWebhookDeliveries: (id, since) => call('POST', `${endpointPath(id)}/resend-failed`, { since }),
+    requestLog: (q) => {
+      const params = new URLSearchParams({ keyId: q.keyId, limit: String(q.limit ?? 25) });
+      for (const name of ['status', 'path', 'before', 'cursor'] as const) if (q[name]) params.set(name, q[name]!);
+      return call('GET', `/request-log?${params}`);
+    },
   };
 }

@@ -10,6 +10,10 @@ export const ROUTES = {
 
 /** A contract's own page. */
 export const contractUrl = (id: string) => `${ROUTES.contracts}/${encodeURIComponent(id)}`;
+/** A key's requests (Settings → API → a key). */
+export const keyRequestsUrl = (keyId: string) => `${ROUTES.api}/keys/${encodeURIComponent(keyId)}/requests`;
+/** The key id of a key's requests page's path, or null. */
+export const keyIdOfRequestsPath = (path: string): string | null => /^\/admin\/settings\/api\/keys\/([0-9a-f-]{36})\/requests$/.exec(path)?.[1] ?? null;
 /** The contract id of a contract page's path, or null. */
 export const contractIdOf = (path: string): string | null => /^\/admin\/contracts\/(\d{1,19})$/.exec(path)?.[1] ?? null;
 

@@ -8,6 +8,9 @@ export type ContractEvent = components['schemas']['ContractEvent'];
 export type ContractStatus = SubscriptionContract['status'];
 /** The body of an action: `{ action: 'pause', resumeAt? }`, `{ action: 'cancel', reason? }`… */
 export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'];
+export type ContractEdit = operations['editSubscriptionContract']['requestBody']['content']['application/json'];
+export type EditOperation = ContractEdit['operations'][number];
+export type EditResult = { contract: SubscriptionContract; preview: boolean };
 export type ListContractsQuery = NonNullable<operations['listSubscriptionContracts']['parameters']['query']>;
 export type ListEventsQuery = NonNullable<operations['listContractEvents']['parameters']['query']>;
 export type ContractPage = { contracts: SubscriptionContract[]; nextCursor: string | null };
@@ -93,5 +96,20 @@ export function createSvcClient(options: SvcClientOptions) {
     skip: (contractId: string, opts?: ActionOptions) => act(contractId, { action: 'skip' }, opts),
     reschedule: (contractId: string, fields: ActionFields<'reschedule'>, opts?: ActionOptions) =>
       act(contractId, { action: 'reschedule', ...fields }, opts),
+    /**
+     * Edits (lines, frequency, address, discounts), applied in order, all or nothing. With `preview: true` the contract
+     * comes back as it would be, totals included, and nothing changes.
+     */
+    editSubscriptionContract: (contractId: string, edit: ContractEdit, opts: ActionOptions = {}): Promise<EditResult> => {
+      const idempotencyKey = opts.idempotencyKey ?? crypto.randomUUID();
+      return call<EditResult>(
+        () =>
+          api.POST('/api/v1/subscription-contracts/{contract_id}/edits', {
+            params: { path: { contract_id: contractId }, header: { 'idempotency-key': idempotencyKey } },
+            body: edit,
+          }) as Promise<{ data?: EditResult; error?: unknown; response: Response }>,
+        idempotencyKey,
+      );
+    },
   };
 }

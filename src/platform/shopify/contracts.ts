@@ -28,7 +28,7 @@ export type PlatformDiscount = {
   type: string;
   value: { percentage?: number; amount?: Money; appliesOnEachItem?: boolean };
 };
-type PlatformAddress = {
+export type PlatformAddress = {
   firstName: string | null;
   lastName: string | null;
   address1: string | null;
@@ -66,7 +66,7 @@ export function toDiscount(d: PlatformDiscount): Discount {
   return { id: lastSegment(d.id), title: d.title ?? '', code: d.type === 'CODE_DISCOUNT' ? d.title : null, value };
 }
 
-function toAddress(a: PlatformAddress | null | undefined): ShippingAddress | null {
+export function toAddress(a: PlatformAddress | null | undefined): ShippingAddress | null {
   if (!a) return null;
   const out: ShippingAddress = {
     firstName: a.firstName ?? '',

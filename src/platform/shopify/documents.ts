@@ -98,6 +98,76 @@ export const BILLING_CYCLE = `query SvcBillingCycle($input: SubscriptionBillingC
   subscriptionBillingCycle(billingCycleInput: $input) { cycleIndex billingAttemptExpectedDate skipped }
 }`;
 
+/*
+ * Contract edits go through a draft (https://shopify.dev/docs/api/admin-graphql/latest/mutations/subscriptionContractUpdate):
+ * subscriptionContractUpdate makes a draft of the contract, the draft mutations change it, and nothing reaches the
+ * contract until subscriptionDraftCommit. A draft exposes its lines, discounts, policies and delivery method as they
+ * would be; each line's discountAllocations say what every discount takes off it (the platform's own pricing), which
+ * is how a preview knows the amount of a code applied in the draft (SubscriptionAppliedCodeDiscount has no value).
+ */
+export const CREATE_DRAFT = `mutation SvcDraftCreate($id: ID!) {
+  subscriptionContractUpdate(contractId: $id) { draft { id } userErrors { field message code } }
+}`;
+const DRAFT_FIELDS = `id nextBillingDate
+  billingPolicy { interval intervalCount }
+  deliveryPolicy { interval intervalCount }
+  deliveryPrice { amount currencyCode }
+  deliveryMethod { ... on SubscriptionDeliveryMethodShipping { address { ${ADDRESS_FIELDS} } } }
+  lines(first: ${MIRRORED_LINES}) {
+    nodes {
+      ${LINE_FIELDS}
+      discountAllocations { amount { amount currencyCode } discount { __typename ... on SubscriptionAppliedCodeDiscount { id } ... on SubscriptionManualDiscount { id } } }
+    }
+  }
+  discounts(first: ${MIRRORED_DISCOUNTS}) {
+    nodes {
+      __typename
+      ... on SubscriptionManualDiscount { ${DISCOUNT_FIELDS} }
+      ... on SubscriptionAppliedCodeDiscount { id redeemCode rejectionReason }
+    }
+  }`;
+export const COMMIT_DRAFT = `mutation SvcDraftCommit($id: ID!) {
+  subscriptionDraftCommit(draftId: $id) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+/** The prices of product variants an edit adds or swaps to without a price of its own (a draft's new line needs one). */
+export const VARIANT_PRICES = `query SvcVariantPrices($ids: [ID!]!) {
+  nodes(ids: $ids) { ... on ProductVariant { id price } }
+}`;
+
+/** The draft mutations an edit is made of, with their arguments' types and what svc reads of each answer. */
+export const DRAFT_MUTATIONS = {
+  lineAdd: { field: 'subscriptionDraftLineAdd', args: { input: 'SubscriptionLineInput!' }, answer: 'lineAdded { id }' },
+  lineUpdate: { field: 'subscriptionDraftLineUpdate', args: { lineId: 'ID!', input: 'SubscriptionLineUpdateInput!' }, answer: 'lineUpdated { id }' },
+  lineRemove: { field: 'subscriptionDraftLineRemove', args: { lineId: 'ID!' }, answer: 'lineRemoved { id }' },
+  update: { field: 'subscriptionDraftUpdate', args: { input: 'SubscriptionDraftInput!' }, answer: '' },
+  discountCodeApply: { field: 'subscriptionDraftDiscountCodeApply', args: { redeemCode: 'String!' }, answer: 'appliedDiscount { id redeemCode rejectionReason }' },
+  discountRemove: { field: 'subscriptionDraftDiscountRemove', args: { discountId: 'ID!' }, answer: 'discountRemoved { __typename }' },
+} as const;
+type DraftMutations = typeof DRAFT_MUTATIONS;
+export type DraftOperation = { [K in keyof DraftMutations]: { kind: K; args: { [A in keyof DraftMutations[K]['args']]: unknown } } }[keyof DraftMutations];
+
+/**
+ * One document for all of an edit's draft mutations, each under its own alias (`op0`, `op1`, …, in the edit's
+ * order: the platform runs a document's mutation fields one after the other, in order), the last also reading the
+ * draft as it then stands. Its operation name carries the count, so the cost svc remembers per name fits the size.
+ */
+export function draftEditDocument(draftId: string, ops: DraftOperation[]): { document: string; variables: Record<string, unknown> } {
+  const declared = ['$draftId: ID!'];
+  const variables: Record<string, unknown> = { draftId };
+  const fields = ops.map((op, i) => {
+    const m = DRAFT_MUTATIONS[op.kind];
+    const args = ['draftId: $draftId'];
+    for (const [name, type] of Object.entries(m.args)) {
+      declared.push(`$op${i}_${name}: ${type}`);
+      args.push(`${name}: $op${i}_${name}`);
+      variables[`op${i}_${name}`] = (op.args as Record<string, unknown>)[name];
+    }
+    const draft = i === ops.length - 1 ? ` draft { ${DRAFT_FIELDS} }` : '';
+    return `  op${i}: ${m.field}(${args.join(', ')}) { ${m.answer} userErrors { field message code }${draft} }`;
+  });
+  return { document: `mutation SvcDraftEdit${ops.length}(${declared.join(', ')}) {\n${fields.join('\n')}\n}`, variables };
+}
+
 export const WEBHOOK_SUBSCRIPTIONS = `query SvcWebhookSubscriptions($after: String) {
   webhookSubscriptions(first: 100, after: $after) {
     nodes { id topic uri }
@@ -154,6 +224,9 @@ export const ALL_DOCUMENTS = {
   SKIP_CYCLE,
   UNSKIP_CYCLE,
   BILLING_CYCLE,
+  CREATE_DRAFT,
+  COMMIT_DRAFT,
+  VARIANT_PRICES,
   WEBHOOK_SUBSCRIPTIONS,
   SUBSCRIBE,
   APP_SUBSCRIPTIONS,

@@ -109,12 +109,12 @@ export class ShopifyInstaller {
         await this.ctx.db.orm.update(platformInstallations).set({ webhooksRegisteredAt: null }).where(eq(platformInstallations.shopId, shop.id));
       }
       this.opts.log?.info({ shop: shop.domain }, 'platform: shop installed (token exchanged)');
-      this.continueInBackground(shop);
+      void this.continueInBackground(shop);
       return;
     }
     // A failed step is tried again a minute later at the soonest (reconciliation also retries it).
     const failedRecently = row.importStatus === 'failed' && this.ctx.clock.now().getTime() - row.updatedAt.getTime() < FAILED_RETRY_MS;
-    if ((row.importStatus !== 'completed' || !row.webhooksRegisteredAt) && !failedRecently) this.continueInBackground(shop);
+    if ((row.importStatus !== 'completed' || !row.webhooksRegisteredAt) && !failedRecently) void this.continueInBackground(shop);
   }
 
   /** Runs the rest of the install once per shop per process at a time; failures are logged and retried later. */

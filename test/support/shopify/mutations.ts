@@ -1,5 +1,6 @@
 import { Kind, OperationTypeNode, parse, visit } from 'graphql';
 import { billingCycle } from './cycles.js';
+import { draftMutations } from './drafts.js';
 import { selectCycle, type CycleInput } from './queries.js';
 import type { ResolverContext } from './resolverContext.js';
 import { checkDocument } from './schema.js';
@@ -59,6 +60,7 @@ export function mutationRoot(ctx: ResolverContext): Record<string, unknown> {
   };
 
   return {
+    ...draftMutations(ctx),
     subscriptionContractPause: statusMutation('subscriptionContractPause', 'pause'),
     subscriptionContractActivate: statusMutation('subscriptionContractActivate', 'activate'),
     subscriptionContractCancel: statusMutation('subscriptionContractCancel', 'cancel'),

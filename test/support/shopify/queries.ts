@@ -1,7 +1,8 @@
 import { GraphQLError } from 'graphql';
 import { billingCycle, cycleIndexAt, cyclesInRange, type BillingCycle } from './cycles.js';
 import type { ResolverContext } from './resolverContext.js';
-import { gid, parseGid, type Contract } from './store.js';
+import { draftView } from './drafts.js';
+import { gid, parseGid, type Contract, type Variant } from './store.js';
 import {
   appSubscriptionView,
   billingCycleView,
@@ -83,6 +84,20 @@ export function installationView(ctx: ResolverContext): object {
   };
 }
 
+/** A product variant: its price (Money, a Decimal string), titles, and its product. */
+function variantView(v: Variant): object {
+  return {
+    __typename: 'ProductVariant',
+    id: gid('ProductVariant', v.id),
+    legacyResourceId: String(v.id),
+    title: v.title,
+    displayName: `${v.productTitle} - ${v.title}`,
+    price: v.price,
+    sku: v.sku,
+    product: { __typename: 'Product', id: gid('Product', v.productId), title: v.productTitle },
+  };
+}
+
 /** Lookups by global id, for node/nodes. */
 function nodeById(ctx: ResolverContext, id: string): object | null {
   const g = parseGid(id);
@@ -92,6 +107,14 @@ function nodeById(ctx: ResolverContext, id: string): object | null {
     case 'SubscriptionContract': {
       const c = shop.contracts.get(g.id);
       return c ? contractView(c) : null;
+    }
+    case 'ProductVariant': {
+      const v = shop.variants.get(g.id);
+      return v ? variantView(v) : null;
+    }
+    case 'SubscriptionDraft': {
+      const d = shop.drafts.get(g.id);
+      return d ? draftView(shop, d) : null;
     }
     case 'BulkOperation': {
       const b = shop.bulkOperations.find((x) => x.id === g.id);

@@ -151,6 +151,7 @@ async function handle(standIn: StandIn, req: http.IncomingMessage, res: http.Ser
   const api = /^api\/([^/]+)\/graphql\.json$/.exec(rest);
   if (api && req.method === 'POST') {
     entry.endpoint = 'graphql';
+    standIn.graphqlCalls.set(domain, (standIn.graphqlCalls.get(domain) ?? 0) + 1);
     if (api[1] !== ADMIN_API_VERSION) return finish(404, { errors: 'Not Found' });
     const body = parseBody(raw, 'application/json');
     entry.query = typeof body?.query === 'string' ? body.query : undefined;

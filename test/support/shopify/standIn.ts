@@ -38,6 +38,8 @@ export class StandIn {
   readonly faults = new Faults();
   readonly bulk: BulkRunner;
   readonly requests: LoggedRequest[] = [];
+  /** Admin API GraphQL requests per shop, counted even when the log is off (a benchmark counts calls with it). */
+  readonly graphqlCalls = new Map<string, number>();
   readonly costs: CostSettings;
   private readonly hooks: ResolverHooks;
   appWebhooks: { uri: string; topics?: string[] } | undefined;
@@ -117,6 +119,22 @@ export class StandIn {
 
   contract(domain: string, id: number | string): Contract {
     return this.store.contract(domain, id);
+  }
+
+  /** A product variant in the shop's catalog (what a draft's lines name). */
+  createVariant(domain: string, init: Parameters<Store['createVariant']>[1]) {
+    return this.store.createVariant(domain, init);
+  }
+
+  /** A discount code of the shop: `{ percentage }` (whole percent) or `{ amount, appliesOnEachItem }`; `active: false` is applied with a rejection reason. */
+  createDiscountCode(domain: string, code: string, value: Parameters<Store['createDiscountCode']>[2], opts?: { active?: boolean }) {
+    return this.store.createDiscountCode(domain, code, value, opts);
+  }
+
+  /** The drafts made of a contract (committed or not), oldest first. */
+  drafts(domain: string, contractId: number | string) {
+    const c = this.contract(domain, contractId);
+    return [...this.shop(domain).drafts.values()].filter((d) => d.contractId === c.id);
   }
 
   /** Changes made on the platform outside svc (the shop admin, a failed payment); each sends its webhook. */

@@ -20,6 +20,56 @@ export type ContractLine = {
 
 export type Customer = { id: number; email: string | null; phone: string | null; firstName: string | null; lastName: string | null };
 
+/** A postal address as MailingAddressInput takes it (countryCode: the CountryCode enum's value). */
+export type Address = {
+  firstName: string | null;
+  lastName: string | null;
+  address1: string | null;
+  address2: string | null;
+  city: string | null;
+  provinceCode: string | null;
+  zip: string | null;
+  countryCode: string | null;
+  phone: string | null;
+};
+
+/** A discount's value: a whole percentage (the schema's Int), or a fixed amount per order or per item. */
+export type DiscountValue = { percentage: number } | { amount: Money; appliesOnEachItem: boolean };
+
+/** A discount on a contract (SubscriptionManualDiscount): a code applied through a draft is type CODE_DISCOUNT, titled by its code. */
+export type ContractDiscount = { id: number; title: string; type: 'CODE_DISCOUNT' | 'MANUAL' | 'AUTOMATIC_DISCOUNT'; value: DiscountValue; recurringCycleLimit: number | null; usageCount: number };
+
+/** A product variant of the shop's catalog: what a draft's line add or update names. Prices are Decimal strings. */
+export type Variant = { id: number; productId: number; productTitle: string; title: string; price: string; sku: string | null };
+
+/** A discount code of the shop (the merchant's discounts); an inactive one is applied with a rejection reason. */
+export type DiscountCode = { code: string; value: DiscountValue; active: boolean };
+
+/** A discount on a draft: one the contract already has, or a code applied in the draft (SubscriptionAppliedCodeDiscount). */
+export type DraftDiscount =
+  | { kind: 'existing'; discount: ContractDiscount }
+  | { kind: 'code'; id: number; redeemCode: string; value: DiscountValue; rejectionReason: string | null };
+
+/**
+ * A draft of a contract (subscriptionContractUpdate): a copy of what the contract delivers and how often, changed by
+ * the draft mutations, applied to the contract only by subscriptionDraftCommit. `baseRevision`: the contract's
+ * revision when the draft was made (a commit after the contract changed is STALE_CONTRACT).
+ */
+export type Draft = {
+  id: number;
+  contractId: number;
+  baseRevision: string;
+  committed: boolean;
+  lines: ContractLine[];
+  discounts: DraftDiscount[];
+  billingPolicy: Contract['billingPolicy'];
+  deliveryPolicy: Contract['deliveryPolicy'];
+  deliveryMethod: { address: Address } | null;
+  deliveryPrice: Money;
+  nextBillingDate: Date | null;
+  note: string | null;
+};
+
 export type Contract = {
   id: number;
   gid: string;
@@ -29,6 +79,10 @@ export type Contract = {
   deliveryPolicy: { interval: Interval; intervalCount: number };
   customer: Customer;
   lines: ContractLine[];
+  discounts: ContractDiscount[];
+  /** Shipping to an address (SubscriptionDeliveryMethodShipping), or none. */
+  deliveryMethod: { address: Address } | null;
+  deliveryPrice: Money;
   currencyCode: string;
   createdAt: Date;
   updatedAt: Date;
@@ -100,6 +154,10 @@ export type Shop = {
   appSubscriptions: AppSubscription[];
   webhookSubscriptions: WebhookSubscription[];
   bulkOperations: BulkOperation[];
+  variants: Map<number, Variant>;
+  /** By code, lowercased: codes are matched without regard to case. */
+  discountCodes: Map<string, DiscountCode>;
+  drafts: Map<number, Draft>;
   bucket: CostBucket;
 };
 
@@ -158,6 +216,9 @@ export class Store {
       appSubscriptions: [],
       webhookSubscriptions: [],
       bulkOperations: [],
+      variants: new Map(),
+      discountCodes: new Map(),
+      drafts: new Map(),
       bucket: new CostBucket(this.bucket.maximumAvailable, this.bucket.restoreRate, this.clock),
     };
     this.shops.set(domain, shop);
@@ -212,6 +273,9 @@ export class Store {
         ...init.customer,
       },
       lines: (init.lines ?? [{}]).map((l) => this.line(l, currencyCode)),
+      discounts: init.discounts ?? [],
+      deliveryMethod: init.deliveryMethod ?? null,
+      deliveryPrice: init.deliveryPrice ?? { amount: '0.0', currencyCode },
       currencyCode,
       createdAt: init.createdAt ? toSecond(init.createdAt) : now,
       updatedAt: now,
@@ -227,6 +291,20 @@ export class Store {
     contract.updatedAt = init.updatedAt ? toSecond(init.updatedAt) : contract.updatedAt;
     shop.contracts.set(id, contract);
     return contract;
+  }
+
+  /** A product variant in the shop's catalog (its product made with it). */
+  createVariant(domain: string, init: { price: string; productTitle?: string; title?: string; sku?: string | null }): Variant {
+    const v: Variant = { id: this.nextId(), productId: this.nextId(), productTitle: init.productTitle ?? 'Coffee', title: init.title ?? 'Default Title', price: init.price, sku: init.sku ?? null };
+    this.shop(domain).variants.set(v.id, v);
+    return v;
+  }
+
+  /** A discount code of the shop. */
+  createDiscountCode(domain: string, code: string, value: DiscountValue, opts: { active?: boolean } = {}): DiscountCode {
+    const d: DiscountCode = { code, value, active: opts.active ?? true };
+    this.shop(domain).discountCodes.set(code.toLowerCase(), d);
+    return d;
   }
 
   line(l: Partial<ContractLine>, currencyCode: string): ContractLine {

@@ -1,6 +1,7 @@
 import { GraphQLError } from 'graphql';
 import type { BillingCycle } from './cycles.js';
 import { ADMIN_API_VERSION } from './schema.js';
+import { allocations, contractPricing, manualDiscountView, shippingMethodView } from './pricing.js';
 import { gid, type AppSubscription, type BulkOperation, type Contract, type ContractLine, type Customer, type WebhookSubscription } from './store.js';
 
 /** What every resolver gets. `bulk` is set while a bulk operation runs its query (no page limits). */
@@ -81,7 +82,7 @@ export function connection<T>(
   };
 }
 
-const emptyConnection = (args: PageArgs, ctx: ViewContext) => connection([], args, ctx, () => ({ id: 0, value: 0 }), () => ({}));
+export const emptyConnection = (args: PageArgs, ctx: ViewContext) => connection([], args, ctx, () => ({ id: 0, value: 0 }), () => ({}));
 
 export function contractView(c: Contract): object {
   return {
@@ -100,15 +101,18 @@ export function contractView(c: Contract): object {
     appAdminUrl: null,
     billingPolicy: { ...c.billingPolicy, anchors: [] },
     deliveryPolicy: { ...c.deliveryPolicy, anchors: [] },
-    deliveryPrice: { amount: '0.0', currencyCode: c.currencyCode },
+    deliveryPrice: c.deliveryPrice,
     customAttributes: [],
     customer: customerView(c.customer),
     customerPaymentMethod: null,
-    deliveryMethod: null,
+    deliveryMethod: shippingMethodView(c.deliveryMethod),
     lineCount: c.lines.length,
     linesCount: { count: c.lines.length, precision: 'EXACT' },
-    lines: (args: PageArgs, ctx: ViewContext) => connection(c.lines, args, ctx, (l) => ({ id: l.id, value: l.id }), lineView),
-    discounts: emptyConnection,
+    lines: (args: PageArgs, ctx: ViewContext) => {
+      const allocated = allocations(c.lines, contractPricing(c.discounts));
+      return connection(c.lines, args, ctx, (l) => ({ id: l.id, value: l.id }), (l) => lineView(l, allocated.get(l.id)));
+    },
+    discounts: (args: PageArgs, ctx: ViewContext) => connection(c.discounts, args, ctx, (d) => ({ id: d.id, value: d.id }), manualDiscountView),
     orders: emptyConnection,
     billingAttempts: emptyConnection,
     originOrder:
@@ -118,7 +122,8 @@ export function contractView(c: Contract): object {
   };
 }
 
-export function lineView(l: ContractLine): object {
+/** A line; `allocated`: what each discount takes off it (SubscriptionDiscountAllocation). */
+export function lineView(l: ContractLine, allocated: { amount: { amount: string; currencyCode: string }; discount: object }[] = []): object {
   return {
     __typename: 'SubscriptionLine',
     id: gid('SubscriptionLine', l.id),
@@ -129,11 +134,11 @@ export function lineView(l: ContractLine): object {
     variantTitle: l.variantTitle,
     quantity: l.quantity,
     currentPrice: l.currentPrice,
-    lineDiscountedPrice: { amount: decimal(Number(l.currentPrice.amount) * l.quantity), currencyCode: l.currentPrice.currencyCode },
+    lineDiscountedPrice: { amount: decimal(Number(l.currentPrice.amount) * l.quantity - allocated.reduce((n, a) => n + Number(a.amount.amount), 0)), currencyCode: l.currentPrice.currencyCode },
     requiresShipping: true,
     taxable: true,
     customAttributes: [],
-    discountAllocations: [],
+    discountAllocations: allocated.map((a) => ({ __typename: 'SubscriptionDiscountAllocation', ...a })),
     sellingPlanId: null,
     sellingPlanName: null,
     pricingPolicy: null,

@@ -2,6 +2,7 @@ import { Badge, BlockStack, Button, IndexTable, InlineStack, Text, useBreakpoint
 import type { ApiKey } from '../api';
 import { CondensedCell, DateTime, DateTimeCell } from '../components/TableCells';
 import { formatDateTime } from '../format';
+import { keyRequestsUrl } from '../router';
 import { keyLabel } from './keyLabel';
 import { LeakPlace, shortPlace } from './LeakedKeys';
 
@@ -28,6 +29,12 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
       </Text>
     </span>
   );
+  // Settings → API → a key → its requests; revoked keys keep theirs for 14 days.
+  const requests = (k: ApiKey) => (
+    <Button variant="plain" url={keyRequestsUrl(k.id)} accessibilityLabel={`Requests of ${keyLabel(k)}`}>
+      Requests
+    </Button>
+  );
   const revoke = (k: ApiKey) =>
     k.status === 'active' ? (
       <span id={`key-revoke-${k.id}`}>
@@ -36,6 +43,12 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         </Button>
       </span>
     ) : null;
+  const actions = (k: ApiKey) => (
+    <InlineStack gap="300" wrap={false} blockAlign="center">
+      {requests(k)}
+      {revoke(k)}
+    </InlineStack>
+  );
   const access = (k: ApiKey) => (k.access === 'read_only' ? <Badge>Read only</Badge> : <Badge tone="info">Read and write</Badge>);
   const fingerprint = (k: ApiKey) => <span className="svc-mono">{k.fingerprint}</span>;
 
@@ -59,7 +72,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
               {k.revokedAt ? ` · Revoked ${formatDateTime(k.revokedAt)}` : ''}
             </Text>
             {foundAt(k)}
-            {revoke(k)}
+            {actions(k)}
           </BlockStack>
         </CondensedCell>
       </IndexTable.Row>
@@ -81,7 +94,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         ) : (
           <DateTimeCell iso={k.revokedAt} />
         )}
-        <IndexTable.Cell>{revoke(k)}</IndexTable.Cell>
+        <IndexTable.Cell>{actions(k)}</IndexTable.Cell>
       </IndexTable.Row>
     ),
   );

@@ -35,7 +35,8 @@ export function disabledReasonText(e: WebhookEndpoint): { title: string; body: s
         title: 'Disabled: every delivery failed for 5 days',
         body: 'Your server did not accept a delivery for 5 days in a row, so sending stopped. Fix the server, then enable the endpoint: you can then resend what failed meanwhile.',
       };
-    default:
+    case 'manual':
+    case null:
       return {
         title: 'Disabled by hand',
         body: 'Someone disabled this endpoint. Nothing is sent to it, and no deliveries are queued for it, until it is enabled again.',

@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
+import { revokeKey } from '../src/services/revokeKey.js';
+import { setShopPlan } from '../src/services/shops.js';
+import { startTestApp, bearer, type TestApp } from './support/app.js';
+import { API, expectError } from './support/fixtures.js';
+import { callBody } from './support/mcp.js';
+import { keyIdOf, logRows, readLog, recorded, written } from './support/requestLog.js';
+
+/**
+ * The request log: every API and MCP request of an identified key is recorded with what it sent (method, path,
+ * idempotency key, user agent, address) and what it got (status, error code, duration), and the merchant reads it
+ * per key, filtered and paged, in the admin.
+ */
+const json = { 'content-type': 'application/json' };
+const mcpHeaders = { ...json, accept: 'application/json, text/event-stream' };
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+describe('what is recorded', () => {
+  it('API requests: every field, newest first, for the key that made them', async () => {
+    const s = await t.shopWithKey();
+    const keyId = await keyIdOf(t, s.shopId);
+    const [c] = await t.seed(s.shopId, 1);
+    const start = recorded(t);
+    const get = await t.inject({ url: `${API}/${c.id}?expand=none`, headers: { ...bearer(s.key), 'user-agent': 'acme-backend/2.1' } });
+    expect(get.statusCode).toBe(200);
+    const pause = await t.inject({
+      method: 'POST',
+      url: `${API}/${c.id}/actions`,
+      headers: { ...json, ...bearer(s.key), 'idempotency-key': 'order-42-pause', 'user-agent': 'acme-backend/2.1' },
+      payload: { action: 'pause' },
+    });
+    expect(pause.statusCode).toBe(200);
+    const again = await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'skip' } });
+    expectError(again, 409, 'invalid_state');
+    await written(t, start + 3);
+
+    const rows = await logRows(t, s.domain, { keyId });
+    expect(rows).toHaveLength(3);
+    const [skip, paused, read] = rows;
+    expect(paused).toEqual({
+      id: expect.stringMatching(/^\d+$/),
+      at: t.clock.now().toISOString(),
+      keyId,
+      fingerprint: s.fingerprint,
+      method: 'POST',
+      path: `${API}/${c.id}/actions`,
+      mcpTool: null,
+      status: 200,
+      errorCode: null,
+      durationMs: expect.any(Number),
+      requestId: pause.headers['x-request-id'],
+      idempotencyKey: 'order-42-pause',
+      ip: '127.0.0.1',
+      userAgent: 'acme-backend/2.1',
+    });
+    expect(paused.durationMs).toBeGreaterThanOrEqual(0);
+    // The query is part of the path.
+    expect(read).toMatchObject({ method: 'GET', path: `${API}/${c.id}?expand=none`, status: 200, errorCode: null, requestId: get.headers['x-request-id'] });
+    expect(skip).toMatchObject({ status: 409, errorCode: 'invalid_state', idempotencyKey: null, requestId: again.headers['x-request-id'] });
+    // An unknown route of the API, with a valid key, is a request of that key too.
+    const before = recorded(t);
+    const unknown = await t.inject({ url: '/api/v1/subscriptions', headers: bearer(s.key) });
+    expectError(unknown, 404, 'not_found');
+    await written(t, before + 1);
+    expect((await logRows(t, s.domain, { keyId, limit: 1 }))[0]).toMatchObject({ path: '/api/v1/subscriptions', status: 404, errorCode: 'not_found' });
+  });
+
+  it('a key sent in the URL, percent-encoded: the refusal is recorded for the key of the Authorization header, the key scrubbed from the path', async () => {
+    const s = await t.shopWithKey();
+    const rest = s.key.slice('svc_live_'.length);
+    const start = recorded(t);
+    const res = await t.inject({ url: `${API}?status=ACTIVE&token=%2573vc%5Flive_${rest}&limit=5`, headers: bearer(s.key) });
+    expectError(res, 400, 'key_in_url');
+    await written(t, start + 1);
+    const [row] = await logRows(t, s.domain);
+    expect(row).toMatchObject({ method: 'GET', path: `${API}?status=ACTIVE&token=[REDACTED]&limit=5`, status: 400, errorCode: 'key_in_url' });
+    expect(JSON.stringify(row)).not.toContain(rest.slice(0, 10));
+  });
+
+  it('MCP requests: the tool called, and a refused call\'s code', async () => {
+    const s = await t.shopWithKey();
+    const [c] = await t.seed(s.shopId, 1);
+    const start = recorded(t);
+    const ok = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: callBody('get_subscription_contract', { contractId: c.id }) });
+    expect(ok.json().result.structuredContent.contract.id).toBe(c.id);
+    const refused = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: callBody('skip_next_order', { contractId: '999999999' }) });
+    expect(refused.json().result.isError).toBe(true);
+    const list = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    expect(list.statusCode).toBe(200);
+    await written(t, start + 3);
+    const [tools, notFound, read] = await logRows(t, s.domain);
+    expect(read).toMatchObject({ method: 'POST', path: '/mcp', mcpTool: 'get_subscription_contract', status: 200, errorCode: null, fingerprint: s.fingerprint, requestId: ok.headers['x-request-id'] });
+    expect(notFound).toMatchObject({ path: '/mcp', mcpTool: 'skip_next_order', status: 200, errorCode: 'not_found' });
+    expect(tools).toMatchObject({ path: '/mcp', mcpTool: null, status: 200, errorCode: null });
+  });
+
+  it('refusals of a known key: revoked (401), no plan (403), over the limit (429)', async () => {
+    const limited = await startTestApp({
+      database: t.database,
+      clock: t.clock,
+      appDeps: { rateLimit: { perMinute: 1, authFailuresPerMinute: 100, store: new MemoryRateLimitStore(t.clock) } },
+    });
+    try {
+      const s = await t.shopWithKey();
+      const keyId = await keyIdOf(t, s.shopId);
+      const [c] = await t.seed(s.shopId, 1);
+      const get = () => limited.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) });
+      expect((await get()).statusCode).toBe(200);
+      expectError(await get(), 429, 'rate_limited');
+      await setShopPlan({ ctx: t.ctx, input: { domain: s.domain, plan: 'basic' } });
+      expectError(await get(), 403, 'plan_required');
+      await revokeKey({ ctx: t.ctx, input: { shopId: s.shopId, keyId } });
+      expectError(await get(), 401, 'unauthorized');
+      // A fresh instance has never seen the key: it is identified by its lookup, and refused.
+      const fresh = await startTestApp({ database: t.database, clock: t.clock });
+      try {
+        expectError(await fresh.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) }), 401, 'unauthorized');
+        await written(fresh, 1);
+      } finally {
+        await fresh.close();
+      }
+      await written(limited, 4);
+      const rows = await logRows(t, s.domain, { keyId });
+      expect(rows.map((r) => [r.status, r.errorCode])).toEqual(
+        expect.arrayContaining([
+          [200, null],
+          [429, 'rate_limited'],
+          [403, 'plan_required'],
+          [401, 'unauthorized'],
+        ]),
+      );
+      expect(rows.filter((r) => r.status === 401)).toHaveLength(2);
+      expect(rows).toHaveLength(5);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('reading it: filters, pages', () => {
+  it('by status class or code, path, time, and key; pages newest first with a cursor', async () => {
+    const s = await t.shopWithKey();
+    const keyId = await keyIdOf(t, s.shopId);
+    const contracts = await t.seed(s.shopId, 3);
+    const start = recorded(t);
+    const base = new Date(t.clock.now().getTime());
+    // Six requests, a second apart: three reads (200), a missing contract (404), a bad query (400), a list (200).
+    const requests = [
+      `${API}/${contracts[0].id}`,
+      `${API}/${contracts[1].id}`,
+      `${API}/99999999`,
+      `${API}?limit=0`,
+      `${API}/${contracts[2].id}`,
+      `${API}?limit=2`,
+    ];
+    for (const url of requests) {
+      t.clock.advance(1000);
+      await t.inject({ url, headers: bearer(s.key) });
+    }
+    await written(t, start + requests.length);
+    const all = await logRows(t, s.domain, { keyId });
+    expect(all.map((r) => r.path)).toEqual([...requests].reverse());
+    expect(all.map((r) => r.at)).toEqual(requests.map((_, i) => new Date(base.getTime() + (i + 1) * 1000).toISOString()).reverse());
+
+    expect((await logRows(t, s.domain, { keyId, status: '4xx' })).map((r) => r.status)).toEqual([400, 404]);
+    expect((await logRows(t, s.domain, { keyId, status: '404' })).map((r) => r.path)).toEqual([`${API}/99999999`]);
+    expect((await logRows(t, s.domain, { keyId, status: '2xx' })).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(await logRows(t, s.domain, { keyId, status: '5xx' })).toEqual([]);
+    expect((await logRows(t, s.domain, { keyId, path: 'limit=' })).map((r) => r.path)).toEqual([`${API}?limit=2`, `${API}?limit=0`]);
+    // Before the fourth request: the first three.
+    const before = new Date(base.getTime() + 4000).toISOString();
+    expect((await logRows(t, s.domain, { keyId, before })).map((r) => r.path)).toEqual(requests.slice(0, 3).reverse());
+    // Without a key id: the shop's requests, the same here (one key).
+    expect((await logRows(t, s.domain)).map((r) => r.id)).toEqual(all.map((r) => r.id));
+
+    // Pages of two, following nextCursor to the end; filters hold across pages.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 5; page++) {
+      const res = await readLog(t, s.domain, { keyId, limit: 2, ...(cursor && { cursor }) });
+      const body = res.json();
+      seen.push(...body.requests.map((r: { id: string }) => r.id));
+      cursor = body.nextCursor ?? undefined;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(all.map((r) => r.id));
+    const first = (await readLog(t, s.domain, { keyId, status: '2xx', limit: 3 })).json();
+    expect(first.requests).toHaveLength(3);
+    const second = (await readLog(t, s.domain, { keyId, status: '2xx', limit: 3, cursor: first.nextCursor })).json();
+    expect(second.requests.map((r: { path: string }) => r.path)).toEqual([requests[0]]);
+    expect(second.nextCursor).toBeNull();
+  });
+
+  it('bad parameters: 400 invalid_request naming the parameter', async () => {
+    const s = await t.shopWithKey();
+    const cases: [Record<string, string>, string][] = [
+      [{ status: '2xy' }, 'status'],
+      [{ status: '700' }, 'status'],
+      [{ keyId: 'abc' }, 'keyId'],
+      [{ before: '2026-11-22' }, 'before'],
+      [{ limit: '0' }, 'limit'],
+      [{ limit: '101' }, 'limit'],
+      [{ cursor: 'nope' }, 'cursor'],
+      [{ colour: 'red' }, 'colour'],
+    ];
+    for (const [query, param] of cases) {
+      const err = expectError(await readLog(t, s.domain, query), 400, 'invalid_request');
+      expect(err.details?.map((d) => d.path), JSON.stringify(query)).toContain(param);
+    }
+  });
+});
