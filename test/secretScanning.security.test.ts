@@ -1,4 +1,4 @@
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -26,7 +26,7 @@ const signed = (body: string, pair: Pair) => sign('sha256', Buffer.from(body), {
 
 const github = newPair('a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90');
 /** The published key list: what it holds, how it answers, how often it was read. */
-const published = { keys: [github], status: 200, reads: 0 };
+const published = { keys: [github], status: 200, reads: 0, notModified: 0 };
 let keysServer: http.Server;
 let keysUrl: string;
 
@@ -41,7 +41,14 @@ beforeAll(async () => {
     published.reads++;
     if (published.status !== 200) return res.writeHead(published.status).end('{"message":"down"}');
     const public_keys = published.keys.map((p, i) => ({ key_identifier: p.id, key: p.publicPem, is_current: i === 0 }));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ public_keys }));
+    const body = JSON.stringify({ public_keys });
+    // As GitHub's API: an ETag, and 304 to a request that names the current one.
+    const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+    if (req.headers['if-none-match'] === etag) {
+      published.notModified++;
+      return res.writeHead(304, { etag }).end();
+    }
+    res.writeHead(200, { 'content-type': 'application/json', etag }).end(body);
   });
   await new Promise<void>((resolve) => keysServer.listen(0, '127.0.0.1', resolve));
   keysUrl = `http://127.0.0.1:${(keysServer.address() as AddressInfo).port}/meta/public_keys/secret_scanning`;
@@ -308,12 +315,16 @@ describe('the published keys', () => {
     expect((await report([match(victim.key)], { pair: later })).statusCode).toBe(200);
   });
 
-  it('a list that is stale (an hour old) is read again before it is trusted', async () => {
+  it('a list that is stale (an hour old) is read again before it is trusted, as "if changed"', async () => {
     published.keys = [github];
     const before = published.reads;
     clock.advance(3_600_000);
     expect((await report([match(newRawKey())])).statusCode).toBe(200);
-    expect(published.reads).toBe(before + 1);
+    clock.advance(3_600_000);
+    const notModified = published.notModified;
+    expect((await report([match(newRawKey())])).statusCode).toBe(200);
+    expect(published.reads).toBe(before + 2);
+    expect(published.notModified).toBe(notModified + 1);
     // GitHub withdrew the key: once the list is stale again, reports signed with it are refused.
     const replacement = newPair('2222222222222222222222222222222222222222222222222222222222222222');
     published.keys = [replacement];
