@@ -1,10 +1,11 @@
 import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook, type KeyLeakedWebhookEvent } from '../clients/typescript/src/index.js';
-import { keyDigest, newRawKey } from '../src/domain/keys.js';
+import { KEY_PATTERN_SOURCE, keyDigest, newRawKey } from '../src/domain/keys.js';
 import { SecretScanningKeys } from '../src/services/secretScanningKeys.js';
 import { WebhookDispatcher } from '../src/workers/webhookDispatcher.js';
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
@@ -376,5 +377,17 @@ describe('reading the published list', () => {
     } finally {
       await Promise.all([hanging.close(), huge.close(), notJson.close(), mixed.close()]);
     }
+  });
+});
+
+describe('the README', () => {
+  it('gives GitHub the pattern svc keys match, and the URL reports are received at', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const row = readme.split('\n').find((l) => l.startsWith('| the regular expression |'));
+    expect(row).toContain(`\`${KEY_PATTERN_SOURCE}\``);
+    const pattern = new RegExp(KEY_PATTERN_SOURCE, 'g');
+    const key = newRawKey();
+    expect(`KEY=${key}\nother=svc_live_short`.match(pattern)).toEqual([key]);
+    expect(readme).toContain('`{PUBLIC_URL}/secret-scanning/github`');
   });
 });
