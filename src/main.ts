@@ -1,16 +1,26 @@
-import { buildApp } from './app.js';
 import { openConfiguredDatabase } from './boot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedDatabaseInUse } from './db/embeddedLock.js';
 import { createLogger, scrubSecrets } from './http/logging.js';
-import { createRateLimitStore } from './http/rateLimitStore.js';
-import { createServiceContext, systemClock, type ServiceContext } from './services/context.js';
-import { loadAppCredentials } from './services/sessionTokens.js';
-import { createWorkers } from './workers/index.js';
-import { RequestLoad } from './http/load.js';
-import { systemResolve } from './webhooks/addressGuard.js';
-import { shopifyPlatform } from './platform/shopify/index.js';
-import { SecretScanningKeys } from './services/secretScanningKeys.js';
+
+/**
+ * The rest of the server: loaded while the database opens (on the embedded database, compiling and starting
+ * PostgreSQL takes seconds, and so does loading these modules; the two overlap).
+ */
+async function serverModules() {
+  const [app, rateLimitStore, context, sessionTokens, workers, load, addressGuard, shopify, secretScanning] = await Promise.all([
+    import('./app.js'),
+    import('./http/rateLimitStore.js'),
+    import('./services/context.js'),
+    import('./services/sessionTokens.js'),
+    import('./workers/index.js'),
+    import('./http/load.js'),
+    import('./webhooks/addressGuard.js'),
+    import('./platform/shopify/index.js'),
+    import('./services/secretScanningKeys.js'),
+  ]);
+  return { ...app, ...rateLimitStore, ...context, ...sessionTokens, ...workers, ...load, ...addressGuard, ...shopify, ...secretScanning };
+}
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -25,9 +35,22 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger({ level: config.logLevel });
+  // Each step of the start goes out at once: someone at `npm start` sees what it is doing while it prepares.
+  const progress = (msg: string, fields: Record<string, unknown> = {}) => {
+    log.info(fields, msg);
+    log.flush();
+  };
+  progress('starting svc', { step: 'start' });
+  const loading = serverModules();
+  loading.catch(() => undefined); // awaited below; a failure there is reported there
   let database;
   try {
-    database = await openConfiguredDatabase(config, 'svc server', (err) => log.warn({ err: { message: err.message } }, 'database connection lost'));
+    database = await openConfiguredDatabase(
+      config,
+      'svc server',
+      (err) => log.warn({ err: { message: err.message } }, 'database connection lost'),
+      progress,
+    );
   } catch (err) {
     if (err instanceof EmbeddedDatabaseInUse) {
       process.stderr.write(`svc: ${err.message}\n`);
@@ -36,9 +59,21 @@ async function main(): Promise<void> {
     process.stderr.write(`svc: could not open the database: ${scrubSecrets((err as Error).message)}\n`);
     process.exit(1);
   }
+  const {
+    buildApp,
+    createRateLimitStore,
+    createServiceContext,
+    systemClock,
+    loadAppCredentials,
+    createWorkers,
+    RequestLoad,
+    systemResolve,
+    shopifyPlatform,
+    SecretScanningKeys,
+  } = await loading;
   // Platform mode: the port calls the platform first; the rest (install, webhooks in, reconciliation) follows.
   const platform = config.platform.kind === 'shopify' ? shopifyPlatform({ db: database.db, clock: systemClock }, config.platform) : null;
-  const ctx: ServiceContext = createServiceContext({
+  const ctx = createServiceContext({
     db: database.db,
     clock: systemClock,
     freeUntil: config.freeUntil,

@@ -77,6 +77,35 @@ describe('svc CLI', () => {
     expect(list.out.filter((l) => l.startsWith(`${shop}\t`))).toHaveLength(1);
   });
 
+  it('shops set-plan refuses a plan svc does not know, naming the plans, and changes nothing', async () => {
+    const shop = uniqueShop('cli-typo');
+    expect((await cli(['shops', 'set-plan', shop, 'enterprise'])).code).toBe(0);
+    const res = await cli(['shops', 'set-plan', shop, 'enterprize']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe('svc: "enterprize" is not a plan; the plans are "basic" and "enterprise".');
+    const list = await cli(['shops', 'list']);
+    expect(list.out).toContain(`${shop}\tplan=enterprise\tapiAccess=enterprise`);
+  });
+
+  it('contracts seed prints the ids it created, and a curl that reads the first', async () => {
+    const shop = uniqueShop('seed-ids');
+    const res = await cli(['contracts', 'seed', shop, '--count', '4']);
+    expect(res.code).toBe(0);
+    const m = /^Created 4 contracts for (\S+): (\d+), (\d+), (\d+), (\d+)$/.exec(res.out[0]);
+    expect(m?.[1]).toBe(shop);
+    const printed = m!.slice(2);
+    const rows = await withCliDatabase((db) =>
+      db.withSession((run) =>
+        run<{ id: string }>('SELECT c.id::text AS id FROM subscription_contracts c JOIN shops s ON s.id = c.shop_id WHERE s.domain = $1 ORDER BY c.id', [shop]),
+      ),
+    );
+    expect(printed).toEqual(rows.map((r) => r.id));
+    expect(res.out[1]).toBe(`Try: curl -s $SVC/api/v1/subscription-contracts/${printed[0]} -H "Authorization: Bearer $KEY"`);
+    // Many: the first ten and the last.
+    const many = await cli(['contracts', 'seed', uniqueShop('seed-many'), '--count', '25']);
+    expect(many.out[0]).toMatch(/^Created 25 contracts for \S+: (\d+, ){10}… \d+$/);
+  });
+
   it('contracts seed --count 3 --json prints a JSON array of 3 contracts and nothing else on stdout', async () => {
     const shop = uniqueShop('seed');
     const res = await cli(['contracts', 'seed', shop, '--count', '3', '--json']);

@@ -139,6 +139,28 @@ describe('per shop', () => {
     expect((await t.inject({ url: API, headers: bearer(fresh.key) })).headers['ratelimit-remaining']).toBe('4');
   });
 
+  it('a read-only key asking for a change gets 403 insufficient_scope with the shop\'s headers, and it costs the shop nothing', async () => {
+    nextWindow();
+    const s = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const [c] = await t.seed(s.shopId, 1);
+    expect((await t.inject({ url: API, headers: bearer(s.key) })).headers['ratelimit-remaining']).toBe(String(PER_SHOP - 1));
+    // An action, an edit and a webhook endpoint, with and without an Idempotency-Key (the gate confirms the key on
+    // two paths): each refused, each showing the budget as it stands.
+    const changes = [
+      { method: 'POST' as const, url: `${API}/${c.id}/actions`, payload: { action: 'skip' } },
+      { method: 'POST' as const, url: `${API}/${c.id}/edits`, payload: { operations: [{ op: 'remove_discount', discountId: 'x' }] } },
+      { method: 'POST' as const, url: '/api/v1/webhook-endpoints', payload: { url: 'https://example.com/hook' } },
+    ];
+    for (const change of changes) {
+      for (const idem of [{}, { 'idempotency-key': `k-${change.url}` }]) {
+        const res = await t.inject({ ...change, headers: { ...bearer(s.key), ...idem } });
+        expectError(res, 403, 'insufficient_scope');
+        expect(limitHeaders(res)).toEqual({ limit: String(PER_SHOP), remaining: String(PER_SHOP - 1), reset: expect.stringMatching(/^\d+$/) });
+      }
+    }
+    expect((await t.inject({ url: API, headers: bearer(s.key) })).headers['ratelimit-remaining']).toBe(String(PER_SHOP - 2));
+  });
+
   it('also covers MCP at /mcp: one budget for the shop over both surfaces', async () => {
     nextWindow();
     const s = await t.shopWithKey();

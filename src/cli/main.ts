@@ -20,7 +20,7 @@ const USAGE = `Usage: npm run svc -- <command>
 
 Commands:
   shops list                              List shops with their plan and API access
-  shops set-plan <shop> <plan>            Set a shop's plan (creates the shop if needed); "enterprise" grants API access
+  shops set-plan <shop> <plan>            Set a shop's plan, "basic" or "enterprise" (creates the shop if needed); "enterprise" grants API access
   contracts seed <shop> [--count N] [--json]
                                           Create N (default 10) realistic ACTIVE contracts; --json prints only them
   products seed <shop>                    Create the shop's small catalog of variants (edits take titles and prices from it)
@@ -139,7 +139,12 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
       return seedContracts({ ctx, input: { shopId: s.id, count } });
     });
     if (values.json) io.out(JSON.stringify(created, null, 2));
-    else io.out(`Created ${created.length} contracts for ${shop} (ids ${created[0].id}…${created[created.length - 1].id}).`);
+    else {
+      // The ids, so the next command (a curl of the README) can name one of them.
+      const ids = created.map((c) => c.id);
+      io.out(`Created ${created.length} contract${created.length === 1 ? '' : 's'} for ${shop}: ${ids.length <= 20 ? ids.join(', ') : `${ids.slice(0, 10).join(', ')}, … ${ids[ids.length - 1]}`}`);
+      io.out(`Try: curl -s $SVC/api/v1/subscription-contracts/${ids[0]} -H "Authorization: Bearer $KEY"`);
+    }
     return 0;
   }
   if (cmd === 'products' && sub === 'seed') {

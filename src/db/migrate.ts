@@ -19,7 +19,11 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
  * current schema) makes concurrent starts of several instances apply each migration exactly once.
  * Returns the names applied now.
  */
-export async function migrate(db: SqlRunner, migrations = loadMigrations()): Promise<string[]> {
+export async function migrate(
+  db: SqlRunner,
+  migrations = loadMigrations(),
+  opts: { onApply?: (name: string, index: number, pending: number) => void } = {},
+): Promise<string[]> {
   return db.withSession(async (run) => {
     await run(`SELECT pg_advisory_lock(hashtext(current_schema() || ':svc_migrations'))`);
     try {
@@ -28,8 +32,9 @@ export async function migrate(db: SqlRunner, migrations = loadMigrations()): Pro
       );
       const done = new Set((await run<{ name: string }>(`SELECT name FROM svc_migrations`)).map((r) => r.name));
       const applied: string[] = [];
-      for (const m of migrations) {
-        if (done.has(m.name)) continue;
+      const pending = migrations.filter((m) => !done.has(m.name));
+      for (const m of pending) {
+        opts.onApply?.(m.name, applied.length, pending.length);
         await run('BEGIN');
         try {
           await run(m.sql, [], { multi: true });

@@ -1,5 +1,7 @@
 /** Who may use the external API (PRODUCT §2). Pure: the plan, the clock and the free period decide. */
 export const API_PLAN = 'enterprise';
+/** The plans a shop can be on: `basic` (where every shop starts) and `enterprise` (API access). */
+export const PLANS = ['basic', API_PLAN] as const;
 
 export type ApiAccessReason = 'enterprise' | 'free_period' | 'plan_required';
 export type ApiAccess = { allowed: boolean; reason: ApiAccessReason; freePeriodEndsAt: Date | null };

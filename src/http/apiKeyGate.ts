@@ -135,7 +135,11 @@ export function installApiKeyGate(
 
   /** The key is usable: may it do this, then the shop's limit; then it counts as used. Throws the refusal. */
   const admit = async (reply: FastifyReply, key: KnownKey, changes: boolean): Promise<void> => {
-    if (changes) assertMayChange(key);
+    if (changes && key.access !== 'read_write') {
+      // Refused before the shop's limit, so it costs the shop nothing; the answer still shows the shop's budget.
+      if (limits) setLimitHeaders(reply, await limits.perShop.peek(key.shopId));
+      assertMayChange(key);
+    }
     if (limits) {
       const s = await limits.perShop.consume(key.shopId);
       setLimitHeaders(reply, s);

@@ -1,6 +1,6 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import { shops, type ShopRow } from '../db/schema.js';
-import { apiAccess, SHOP_DOMAIN, type ApiAccess } from '../domain/access.js';
+import { apiAccess, PLANS, SHOP_DOMAIN, type ApiAccess } from '../domain/access.js';
 import { invalidRequest, ServiceError } from '../domain/errors.js';
 import type { ServiceCall } from './context.js';
 
@@ -44,7 +44,10 @@ export async function listShops({ ctx }: ServiceCall<Record<string, never>>): Pr
 export async function setShopPlan({ ctx, input }: ServiceCall<{ domain: string; plan: string }>): Promise<Shop> {
   assertDomain(input.domain);
   const plan = input.plan.trim().toLowerCase();
-  if (!/^[a-z0-9_-]{1,40}$/.test(plan)) throw invalidRequest(`"${input.plan}" is not a plan name (letters, digits, - and _).`);
+  // A typo must not quietly take a shop's API access away: only the plans svc knows are accepted.
+  if (!(PLANS as readonly string[]).includes(plan)) {
+    throw invalidRequest(`"${input.plan.slice(0, 100)}" is not a plan; the plans are ${PLANS.map((p) => `"${p}"`).join(' and ')}.`);
+  }
   const [row] = await ctx.db.orm
     .insert(shops)
     .values({ domain: input.domain, plan })

@@ -44,9 +44,16 @@ export type StartServerOptions = {
   databaseUrl: string;
   /** Extra environment (SCHEDULER_INTERVAL_MS, SHUTDOWN_TIMEOUT_MS, …). */
   env?: Record<string, string>;
+  /**
+   * A bound on the wait for the start, when the caller wants one. By default the wait ends on an event only: the
+   * process says it listens, or it exits; a start that hangs is ended by the test's own timeout.
+   */
   startTimeoutMs?: number;
-  /** What to run: the TypeScript sources through tsx (default), or the compiled `dist/main.js` as `npm start` does. */
-  entry?: 'source' | 'built';
+  /**
+   * What to run: the TypeScript sources through tsx (default), the compiled `dist/main.js`, or `npm start`'s own
+   * script (scripts/start.mjs: compiles src/ when it changed, then runs dist/main.js in the same process).
+   */
+  entry?: 'source' | 'built' | 'start';
 };
 
 /** Starts a server process on a free port and resolves once it listens. */
@@ -68,7 +75,12 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     ...opts.env,
   };
   delete env.TEST_DATABASE_URL;
-  const args = opts.entry === 'built' ? [...startNodeArgs(), 'dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  const args =
+    opts.entry === 'built'
+      ? [...startNodeArgs(), 'dist/main.js']
+      : opts.entry === 'start'
+        ? [...startNodeArgs(), 'scripts/start.mjs']
+        : ['--import', 'tsx', 'src/main.ts'];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
 
@@ -112,20 +124,32 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     });
   });
 
-  const waitForLog: ServerProcess['waitForLog'] = (match, timeoutMs = 10_000) => {
+  const waitForLog = (match: (l: Record<string, unknown>) => boolean, timeoutMs: number | null = 10_000) => {
     const seen = parsed.find(match);
     if (seen) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
       const w = { match, resolve: (l: Record<string, unknown>) => (clearTimeout(timer), resolve(l)) };
-      const timer = setTimeout(() => {
-        waiters.delete(w);
-        reject(new Error(`server ${child.pid}: expected log line not seen within ${timeoutMs} ms. Output:\n${lines.join('\n')}`));
-      }, timeoutMs);
+      const timer =
+        timeoutMs === null
+          ? undefined
+          : setTimeout(() => {
+              waiters.delete(w);
+              reject(new Error(`server ${child.pid}: expected log line not seen within ${timeoutMs} ms. Output:\n${lines.join('\n')}`));
+            }, timeoutMs);
       waiters.add(w);
     });
   };
 
-  const listening = waitForLog((l) => typeof l.address === 'string' && String(l.msg).startsWith('svc listening'), opts.startTimeoutMs ?? 30_000);
+  // Started inside a test: when that test fails (a start that never ends included), show what the process said
+  // (its request lines left out).
+  try {
+    onTestFailed(() => {
+      console.log(`--- server ${child.pid} output ---\n${lines.filter((l) => !l.includes('"msg":"request"')).slice(-60).join('\n')}`);
+    });
+  } catch {
+    // started in a hook, outside any one test
+  }
+  const listening = waitForLog((l) => typeof l.address === 'string' && String(l.msg).startsWith('svc listening'), opts.startTimeoutMs ?? null);
   const address = await Promise.race([
     listening.then((l) => String(l.address)),
     exited.then(({ code, signal }) => {
@@ -136,14 +160,6 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     throw err;
   });
   const port = Number(new URL(address).port);
-  // Started inside a test: when that test fails, show what the process said (its request lines left out).
-  try {
-    onTestFailed(() => {
-      console.log(`--- server ${child.pid} output ---\n${lines.filter((l) => !l.includes('"msg":"request"')).slice(-60).join('\n')}`);
-    });
-  } catch {
-    // started in a hook, outside any one test
-  }
   return {
     url: `http://127.0.0.1:${port}`,
     port,
