@@ -1,9 +1,11 @@
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { keyDigest, newRawKey } from '../src/domain/keys.js';
+import { verifyWebhook, type KeyLeakedWebhookEvent } from '../clients/typescript/src/index.js';
+import { KEY_PATTERN_SOURCE, keyDigest, newRawKey } from '../src/domain/keys.js';
 import { SecretScanningKeys } from '../src/services/secretScanningKeys.js';
 import { WebhookDispatcher } from '../src/workers/webhookDispatcher.js';
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
@@ -25,7 +27,7 @@ const signed = (body: string, pair: Pair) => sign('sha256', Buffer.from(body), {
 
 const github = newPair('a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90');
 /** The published key list: what it holds, how it answers, how often it was read. */
-const published = { keys: [github], status: 200, reads: 0 };
+const published = { keys: [github], status: 200, reads: 0, notModified: 0 };
 let keysServer: http.Server;
 let keysUrl: string;
 
@@ -40,7 +42,14 @@ beforeAll(async () => {
     published.reads++;
     if (published.status !== 200) return res.writeHead(published.status).end('{"message":"down"}');
     const public_keys = published.keys.map((p, i) => ({ key_identifier: p.id, key: p.publicPem, is_current: i === 0 }));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ public_keys }));
+    const body = JSON.stringify({ public_keys });
+    // As GitHub's API: an ETag, and 304 to a request that names the current one.
+    const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+    if (req.headers['if-none-match'] === etag) {
+      published.notModified++;
+      return res.writeHead(304, { etag }).end();
+    }
+    res.writeHead(200, { 'content-type': 'application/json', etag }).end(body);
   });
   await new Promise<void>((resolve) => keysServer.listen(0, '127.0.0.1', resolve));
   keysUrl = `http://127.0.0.1:${(keysServer.address() as AddressInfo).port}/meta/public_keys/secret_scanning`;
@@ -178,7 +187,8 @@ describe('a verified report', () => {
     const got = receiver.received.filter((r) => r.path.endsWith(`/${s.shopId}`));
     expect(got.map((r) => r.path).sort()).toEqual([`/hook/${s.shopId}`, `/leaks/${s.shopId}`]);
     const all = s.got()[0];
-    const event = new Webhook(s.secret).verify(all.body, all.headers as Record<string, string>);
+    // As an integrator's backend reads it, with @svc/client.
+    const event = verifyWebhook<KeyLeakedWebhookEvent>(all.body, all.headers as Record<string, string>, s.secret);
     expect(event).toEqual({
       type: 'api_key.leaked',
       timestamp: clock.now().toISOString(),
@@ -306,16 +316,78 @@ describe('the published keys', () => {
     expect((await report([match(victim.key)], { pair: later })).statusCode).toBe(200);
   });
 
-  it('a list that is stale (an hour old) is read again before it is trusted', async () => {
+  it('a list that is stale (an hour old) is read again before it is trusted, as "if changed"', async () => {
     published.keys = [github];
     const before = published.reads;
     clock.advance(3_600_000);
     expect((await report([match(newRawKey())])).statusCode).toBe(200);
-    expect(published.reads).toBe(before + 1);
+    clock.advance(3_600_000);
+    const notModified = published.notModified;
+    expect((await report([match(newRawKey())])).statusCode).toBe(200);
+    expect(published.reads).toBe(before + 2);
+    expect(published.notModified).toBe(notModified + 1);
     // GitHub withdrew the key: once the list is stale again, reports signed with it are refused.
     const replacement = newPair('2222222222222222222222222222222222222222222222222222222222222222');
     published.keys = [replacement];
     clock.advance(3_600_000);
     expectError(await report([match(newRawKey())]), 401, 'unauthorized');
+  });
+});
+
+describe('reading the published list', () => {
+  /** A one-off server answering every request with `answer` (or never, for 'hang'). */
+  async function listServer(answer: ((res: http.ServerResponse) => void) | 'hang') {
+    const server = http.createServer((_req, res) => {
+      if (answer !== 'hang') answer(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/keys`;
+    return { url, close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))) };
+  }
+  const json = (body: unknown) => (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+  it('gives up on a list that does not answer in time, or is not one, and keeps only usable P-256 keys from one that is', async () => {
+    const warnings: string[] = [];
+    const warn = (o: object) => warnings.push(JSON.stringify(o));
+    const hanging = await listServer('hang');
+    const huge = await listServer((res) => res.writeHead(200).end(`{"public_keys":[${'"x",'.repeat(100_000)}"x"]}`));
+    const notJson = await listServer((res) => res.writeHead(200).end('<html>'));
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const mixed = await listServer(
+      json({
+        public_keys: [
+          'not an object',
+          { key_identifier: 'rsa', key: rsa, is_current: false },
+          { key_identifier: 'garbage', key: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n' },
+          { key_identifier: github.id, key: github.publicPem, is_current: true },
+        ],
+      }),
+    );
+    try {
+      expect(await new SecretScanningKeys({ url: hanging.url, clock, timeoutMs: 200, warn }).find(github.id)).toEqual({ unavailable: true });
+      expect(warnings.pop()).toContain('no answer in time');
+      expect(await new SecretScanningKeys({ url: huge.url, clock, warn }).find(github.id)).toEqual({ unavailable: true });
+      expect(warnings.pop()).toContain('larger than');
+      expect(await new SecretScanningKeys({ url: notJson.url, clock, warn }).find(github.id)).toEqual({ unavailable: true });
+      const fromMixed = new SecretScanningKeys({ url: mixed.url, clock, warn });
+      expect(await fromMixed.find(github.id)).toEqual({ key: expect.anything() });
+      expect(await fromMixed.find('rsa')).toEqual({ unknown: true });
+      expect(await fromMixed.find('garbage')).toEqual({ unknown: true });
+      expect(fromMixed.reads).toBe(1);
+    } finally {
+      await Promise.all([hanging.close(), huge.close(), notJson.close(), mixed.close()]);
+    }
+  });
+});
+
+describe('the README', () => {
+  it('gives GitHub the pattern svc keys match, and the URL reports are received at', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const row = readme.split('\n').find((l) => l.startsWith('| the regular expression |'));
+    expect(row).toContain(`\`${KEY_PATTERN_SOURCE}\``);
+    const pattern = new RegExp(KEY_PATTERN_SOURCE, 'g');
+    const key = newRawKey();
+    expect(`KEY=${key}\nother=svc_live_short`.match(pattern)).toEqual([key]);
+    expect(readme).toContain('`{PUBLIC_URL}/secret-scanning/github`');
   });
 });

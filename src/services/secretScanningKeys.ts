@@ -28,13 +28,16 @@ const MAX_LIST_BYTES = 256 * 1024;
  * The public keys GitHub signs its secret scanning reports with, read from their URL and kept in memory (they are
  * public, and the same for every instance). Read on first use, again when older than maxAgeMs, and again when a
  * report names an identifier the list lacks (GitHub added a key), no more than once per minRereadIntervalMs. Reads
- * that overlap share one request. A list that cannot be read leaves the keys already known in use.
+ * that overlap share one request, and ask for the list only if it changed (If-None-Match). A list that cannot be
+ * read leaves the keys already known in use.
  */
 export class SecretScanningKeys {
   private keys: Map<string, KeyObject> | null = null;
   private readAt = -Infinity;
   private lastAttemptAt = -Infinity;
   private inFlight: Promise<boolean> | null = null;
+  /** The list's ETag: a read asks "if changed" (GitHub does not count a 304 against its rate limit). */
+  private etag: string | null = null;
   /** How many times the list was requested (for tests and logs). */
   reads = 0;
 
@@ -69,11 +72,15 @@ export class SecretScanningKeys {
   private async fetchList(): Promise<boolean> {
     this.reads++;
     try {
-      const res = await fetch(this.opts.url, {
-        headers: { accept: 'application/json', 'user-agent': 'svc-secret-scanning' },
-        redirect: 'error',
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5_000),
-      });
+      const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'svc-secret-scanning' };
+      if (this.etag && this.keys) headers['if-none-match'] = this.etag;
+      const res = await fetch(this.opts.url, { headers, redirect: 'error', signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5_000) });
+      if (res.status === 304 && this.keys) {
+        // Unchanged since the last read: the keys held are the list.
+        await res.body?.cancel();
+        this.readAt = this.opts.clock.now().getTime();
+        return true;
+      }
       if (!res.ok) {
         await res.body?.cancel();
         throw new Error(`HTTP ${res.status}`);
@@ -81,6 +88,7 @@ export class SecretScanningKeys {
       const keys = publishedKeys(JSON.parse(await boundedText(res, MAX_LIST_BYTES)));
       if (!keys || keys.size === 0) throw new Error('no usable P-256 public key in the list');
       this.keys = keys;
+      this.etag = res.headers.get('etag');
       this.readAt = this.opts.clock.now().getTime();
       return true;
     } catch (err) {

@@ -18,5 +18,5 @@ export {
 } from './client.js';
 export { SvcApiError, SvcConnectionError, type SvcErrorDetail } from './errors.js';
 export type { RetryOptions } from './retry.js';
-export { SvcWebhookVerificationError, verifyWebhook, type WebhookEvent, type WebhookHeaders } from './webhooks.js';
+export { SvcWebhookVerificationError, verifyWebhook, type KeyLeakedWebhookEvent, type WebhookEvent, type WebhookHeaders } from './webhooks.js';
 export type { components, operations, paths } from './schema.js';

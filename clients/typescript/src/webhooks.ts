@@ -8,6 +8,17 @@ export type WebhookEvent = {
   data: { event: ContractEvent; contract: SubscriptionContract };
 };
 
+/**
+ * `api_key.leaked`: a key of the shop was found in public (GitHub secret scanning) and revoked at once. Its `data`
+ * names the key (never the key itself) and where it was found. Check `type` first, then
+ * `verifyWebhook<KeyLeakedWebhookEvent>(…)` or a cast gives it this shape.
+ */
+export type KeyLeakedWebhookEvent = {
+  type: 'api_key.leaked';
+  timestamp: string;
+  data: { key: { id: string; name: string | null; fingerprint: string }; url: string | null; source: string | null };
+};
+
 /** Request headers as fetch (`Headers`), Node's `req.headers` or most frameworks hand them over. */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
 

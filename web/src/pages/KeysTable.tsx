@@ -7,8 +7,8 @@ import { keyLabel } from './keyLabel';
 import { LeakPlace, shortPlace } from './LeakedKeys';
 
 /**
- * The keys table (PRODUCT §1 "display"): never a secret, only name, fingerprint, access, status and dates; a key
- * revoked because it leaked says so, and where it was found.
+ * The keys table: never a secret, only name, fingerprint, access, status and dates; a key revoked because it
+ * leaked says so, and where it was found.
  */
 export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void }) {
   const { smDown } = useBreakpoints();
