@@ -194,6 +194,25 @@ describe('each operation is made on the platform’s draft, committed, and mirro
   });
 });
 
+describe('what the commit answers besides the edit', () => {
+  it('a change made on the platform meanwhile (its webhook not yet processed) is recorded after the edit, as the platform’s', async () => {
+    const { s, id } = await shopWithContract();
+    const lineId = (await read(s, id)).lines[0].id;
+    // The shop admin moves the next billing date; svc has not processed the webhook yet.
+    p.standIn.platform.update(s.domain, id, { nextBillingDate: '2027-02-02T00:00:00Z' });
+    const res = await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 4 }] });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().contract).toMatchObject({ nextBillingDate: '2027-02-02T00:00:00.000Z', lines: [{ quantity: 4 }] });
+    const events = await updates(s, id);
+    expect(events.map((e) => [e.actor.type, e.data.changes?.map((c: any) => c.op) ?? e.data.changed]).reverse()).toEqual([
+      ['api_key', ['set_quantity']],
+      ['platform', ['nextBillingDate']],
+    ]);
+    await p.settle();
+    expect(await updates(s, id)).toHaveLength(2);
+  });
+});
+
 describe('preview: a draft that is never committed', () => {
   it('answers the contract as the platform’s draft has it, with its totals, in 2 calls; nothing changes anywhere', async () => {
     const { s, id } = await shopWithContract();
