@@ -290,6 +290,14 @@ describe('a failing operation commits nothing', () => {
     expect(inactive.details).toEqual([{ path: 'operations.0', message: 'the code "SUMMER" does not apply to this contract (the platform says CURRENTLY_INACTIVE)' }]);
   });
 
+  it('a country code the platform’s schema does not have: refused before any call', async () => {
+    const { s, id } = await shopWithContract();
+    const from = p.standIn.requests.length;
+    const error = await refused(s, id, [{ op: 'set_shipping_address', address: { ...ADDRESS, countryCode: 'QQ' } }]);
+    expect(error.details).toEqual([{ path: 'operations.0.address.countryCode', message: 'the platform does not know the country code "QQ"' }]);
+    expect(sent(s, from)).toEqual([]);
+  });
+
   it('a variant the platform does not know, without a price: refused before any draft mutation', async () => {
     const { s, id } = await shopWithContract();
     const error = await refused(s, id, [{ op: 'add_line', variantId: '999999998', quantity: 1 }]);

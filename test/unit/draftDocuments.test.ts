@@ -2,6 +2,7 @@ import { getOperationAST, getVariableValues, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { parseOperations } from '../../src/domain/commands/edit.js';
 import { COMMIT_DRAFT, CREATE_DRAFT, DRAFT_MUTATIONS, draftEditDocument, VARIANT_PRICES } from '../../src/platform/shopify/documents.js';
+import { PLATFORM_COUNTRY_CODES } from '../../src/platform/shopify/countryCodes.js';
 import { draftOperation } from '../../src/platform/shopify/edits.js';
 import { adminSchema, validateAgainstAdminSchema } from '../support/shopify/index.js';
 
@@ -42,6 +43,11 @@ function check(document: string, variables: Record<string, unknown>) {
 }
 
 describe('platform-mode edit documents', () => {
+  it('svc’s list of the platform’s country codes is the schema’s CountryCode enum', () => {
+    const values = (adminSchema().getType('CountryCode') as import('graphql').GraphQLEnumType).getValues().map((v) => v.name);
+    expect([...PLATFORM_COUNTRY_CODES].sort()).toEqual(values.sort());
+  });
+
   it('the draft’s creation, its commit and the variants’ prices are valid, without deprecated fields', () => {
     check(CREATE_DRAFT, { id: 'gid://shopify/SubscriptionContract/1' });
     check(COMMIT_DRAFT, { id: 'gid://shopify/SubscriptionDraft/2' });

@@ -13,6 +13,7 @@ import { unreachable } from '../../domain/unreachable.js';
 import type { Executed } from '../../services/platform.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
 import { discountGid, lastSegment, lineGid, mirrorFields, toAddress, toDiscount, toLine, variantGid, type PlatformAddress, type PlatformContract, type PlatformDiscount, type PlatformLine } from './contracts.js';
+import { PLATFORM_COUNTRY_CODES } from './countryCodes.js';
 import { COMMIT_DRAFT, CREATE_DRAFT, draftEditDocument, VARIANT_PRICES, type DraftOperation } from './documents.js';
 
 type EditStep = Step & { command: Extract<Command, { name: 'edit' }> };
@@ -52,6 +53,13 @@ export class ShopifyEdits {
 
   async execute(shop: ShopRef, gid: string, before: ContractState, step: EditStep, preview: boolean): Promise<Executed> {
     const operations = step.command.input.operations;
+    const countries: ErrorDetail[] = [];
+    operations.forEach((o, i) => {
+      if (o.op === 'set_shipping_address' && !PLATFORM_COUNTRY_CODES.has(o.address.countryCode)) {
+        countries.push({ path: `operations.${i}.address.countryCode`, message: `the platform does not know the country code "${o.address.countryCode}"` });
+      }
+    });
+    if (countries.length) throw editRejected(countries);
     const unpriced = [...new Set(operations.flatMap((o) => ((o.op === 'add_line' || o.op === 'swap_variant') && o.price === undefined ? [o.variantId] : [])))];
     const [draftId, prices] = await Promise.all([this.createDraft(shop, gid), this.variantPrices(shop, unpriced)]);
     const unknown: ErrorDetail[] = [];
