@@ -213,6 +213,39 @@ describe('what the commit answers besides the edit', () => {
   });
 });
 
+describe('outages and retries', () => {
+  it('the platform failing on the operations’ document: 503 platform_unavailable, no draft committed, nothing changed', async () => {
+    const { s, id } = await shopWithContract();
+    const lineId = (await read(s, id)).lines[0].id;
+    const before = await read(s, id);
+    p.standIn.faults.add({ kind: 'error', status: 503 }, { shop: s.domain, operation: 'subscriptionDraftLineUpdate' });
+    const res = await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 6 }] });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('platform_unavailable');
+    expect(p.standIn.drafts(s.domain, id).map((d) => d.committed)).toEqual([false]);
+    expect(p.standIn.contract(s.domain, id).lines[0].quantity).toBe(2);
+    expect(await read(s, id)).toEqual(before);
+    // The contract is free again: the same edit goes through.
+    expect((await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 6 }] })).statusCode).toBe(200);
+  });
+
+  it('an Idempotency-Key replays a committed edit: made on the platform once, the same answer', async () => {
+    const { s, id } = await shopWithContract();
+    const body = { operations: [{ op: 'add_line', variantId: String(s.oats.id), quantity: 1, price: '9.80' }] };
+    const send = () =>
+      p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${id}/edits`, headers: { ...bearer(s.key), 'content-type': 'application/json', 'idempotency-key': 'edit-once' }, payload: body });
+    const first = await send();
+    const from = p.standIn.requests.length;
+    const again = await send();
+    expect(first.statusCode).toBe(200);
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual(first.json());
+    expect(sent(s, from)).toEqual([]);
+    expect(p.standIn.contract(s.domain, id).lines).toHaveLength(2);
+    expect(p.standIn.drafts(s.domain, id).filter((d) => d.committed)).toHaveLength(1);
+  });
+});
+
 describe('preview: a draft that is never committed', () => {
   it('answers the contract as the platform’s draft has it, with its totals, in 2 calls; nothing changes anywhere', async () => {
     const { s, id } = await shopWithContract();
