@@ -194,6 +194,58 @@ describe('each operation is made on the platform’s draft, committed, and mirro
   });
 });
 
+describe('what the commit answers besides the edit', () => {
+  it('a change made on the platform meanwhile (its webhook not yet processed) is recorded after the edit, as the platform’s', async () => {
+    const { s, id } = await shopWithContract();
+    const lineId = (await read(s, id)).lines[0].id;
+    // The shop admin moves the next billing date; svc has not processed the webhook yet.
+    p.standIn.platform.update(s.domain, id, { nextBillingDate: '2027-02-02T00:00:00Z' });
+    const res = await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 4 }] });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().contract).toMatchObject({ nextBillingDate: '2027-02-02T00:00:00.000Z', lines: [{ quantity: 4 }] });
+    const events = await updates(s, id);
+    expect(events.map((e) => [e.actor.type, e.data.changes?.map((c: any) => c.op) ?? e.data.changed]).reverse()).toEqual([
+      ['api_key', ['set_quantity']],
+      ['platform', ['nextBillingDate']],
+    ]);
+    await p.settle();
+    expect(await updates(s, id)).toHaveLength(2);
+  });
+});
+
+describe('outages and retries', () => {
+  it('the platform failing on the operations’ document: 503 platform_unavailable, no draft committed, nothing changed', async () => {
+    const { s, id } = await shopWithContract();
+    const lineId = (await read(s, id)).lines[0].id;
+    const before = await read(s, id);
+    p.standIn.faults.add({ kind: 'error', status: 503 }, { shop: s.domain, operation: 'subscriptionDraftLineUpdate' });
+    const res = await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 6 }] });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('platform_unavailable');
+    expect(p.standIn.drafts(s.domain, id).map((d) => d.committed)).toEqual([false]);
+    expect(p.standIn.contract(s.domain, id).lines[0].quantity).toBe(2);
+    expect(await read(s, id)).toEqual(before);
+    // The contract is free again: the same edit goes through.
+    expect((await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 6 }] })).statusCode).toBe(200);
+  });
+
+  it('an Idempotency-Key replays a committed edit: made on the platform once, the same answer', async () => {
+    const { s, id } = await shopWithContract();
+    const body = { operations: [{ op: 'add_line', variantId: String(s.oats.id), quantity: 1, price: '9.80' }] };
+    const send = () =>
+      p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${id}/edits`, headers: { ...bearer(s.key), 'content-type': 'application/json', 'idempotency-key': 'edit-once' }, payload: body });
+    const first = await send();
+    const from = p.standIn.requests.length;
+    const again = await send();
+    expect(first.statusCode).toBe(200);
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual(first.json());
+    expect(sent(s, from)).toEqual([]);
+    expect(p.standIn.contract(s.domain, id).lines).toHaveLength(2);
+    expect(p.standIn.drafts(s.domain, id).filter((d) => d.committed)).toHaveLength(1);
+  });
+});
+
 describe('preview: a draft that is never committed', () => {
   it('answers the contract as the platform’s draft has it, with its totals, in 2 calls; nothing changes anywhere', async () => {
     const { s, id } = await shopWithContract();
@@ -269,6 +321,14 @@ describe('a failing operation commits nothing', () => {
     expect(unknown.details).toEqual([{ path: 'operations.0', message: 'the platform says "Discount code is invalid" (redeemCode)' }]);
     const inactive = await refused(s, id, [{ op: 'apply_discount_code', code: 'SUMMER' }]);
     expect(inactive.details).toEqual([{ path: 'operations.0', message: 'the code "SUMMER" does not apply to this contract (the platform says CURRENTLY_INACTIVE)' }]);
+  });
+
+  it('a country code the platform’s schema does not have: refused before any call', async () => {
+    const { s, id } = await shopWithContract();
+    const from = p.standIn.requests.length;
+    const error = await refused(s, id, [{ op: 'set_shipping_address', address: { ...ADDRESS, countryCode: 'QQ' } }]);
+    expect(error.details).toEqual([{ path: 'operations.0.address.countryCode', message: 'the platform does not know the country code "QQ"' }]);
+    expect(sent(s, from)).toEqual([]);
   });
 
   it('a variant the platform does not know, without a price: refused before any draft mutation', async () => {

@@ -1,8 +1,10 @@
 import { getOperationAST, getVariableValues, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { parseOperations } from '../../src/domain/commands/edit.js';
+import { MAX_EDIT_OPERATIONS, parseOperations } from '../../src/domain/commands/edit.js';
 import { COMMIT_DRAFT, CREATE_DRAFT, DRAFT_MUTATIONS, draftEditDocument, VARIANT_PRICES } from '../../src/platform/shopify/documents.js';
+import { PLATFORM_COUNTRY_CODES } from '../../src/platform/shopify/countryCodes.js';
 import { draftOperation } from '../../src/platform/shopify/edits.js';
+import { requestedQueryCost } from '../support/shopify/cost.js';
 import { adminSchema, validateAgainstAdminSchema } from '../support/shopify/index.js';
 
 /**
@@ -42,6 +44,11 @@ function check(document: string, variables: Record<string, unknown>) {
 }
 
 describe('platform-mode edit documents', () => {
+  it('svc’s list of the platform’s country codes is the schema’s CountryCode enum', () => {
+    const values = (adminSchema().getType('CountryCode') as import('graphql').GraphQLEnumType).getValues().map((v) => v.name);
+    expect([...PLATFORM_COUNTRY_CODES].sort()).toEqual(values.sort());
+  });
+
   it('the draft’s creation, its commit and the variants’ prices are valid, without deprecated fields', () => {
     check(CREATE_DRAFT, { id: 'gid://shopify/SubscriptionContract/1' });
     check(COMMIT_DRAFT, { id: 'gid://shopify/SubscriptionDraft/2' });
@@ -55,6 +62,14 @@ describe('platform-mode edit documents', () => {
       expect(document).toMatch(/op0: subscriptionDraft\w+\(draftId: \$draftId/);
       expect(document).toContain('draft {');
     }
+  });
+
+  it('the largest edit (20 operations) stays under the platform’s single-query cost limit of 1,000 points', () => {
+    const ops = Array.from({ length: MAX_EDIT_OPERATIONS }, (_, i) => draftOperation(EVERY_KIND[i % EVERY_KIND.length], PRICES));
+    const { document, variables } = draftEditDocument('gid://shopify/SubscriptionDraft/9', ops);
+    const doc = parse(document);
+    const cost = requestedQueryCost(adminSchema(), doc, getOperationAST(doc)!, variables);
+    expect(cost).toBeLessThan(1000);
   });
 
   it('all of them together are one document: an alias per operation in order, the draft read once, at the end', () => {

@@ -104,6 +104,8 @@ export const BILLING_CYCLE = `query SvcBillingCycle($input: SubscriptionBillingC
  * contract until subscriptionDraftCommit. A draft exposes its lines, discounts, policies and delivery method as they
  * would be; each line's discountAllocations say what every discount takes off it (the platform's own pricing), which
  * is how a preview knows the amount of a code applied in the draft (SubscriptionAppliedCodeDiscount has no value).
+ * An edit's document is built per edit (draftEditDocument): test/unit/draftDocuments.test.ts validates it for every
+ * kind of operation, the variables included.
  */
 export const CREATE_DRAFT = `mutation SvcDraftCreate($id: ID!) {
   subscriptionContractUpdate(contractId: $id) { draft { id } userErrors { field message code } }

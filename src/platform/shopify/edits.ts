@@ -3,15 +3,17 @@ import { editRejected } from '../../domain/commands/edit.js';
 import type { EditOperation } from '../../domain/commands/edits/index.js';
 import type { Step } from '../../domain/commands/plan.js';
 import type { Command } from '../../domain/commands/registry.js';
+import type { PlatformState } from '../../domain/commands/sync.js';
 import { totalsOf, type ContractState, type Discount, type Line } from '../../domain/contract.js';
 import type { ErrorDetail } from '../../domain/errors.js';
 import { ServiceError } from '../../domain/errors.js';
 import { currencyDigits, fromUnits, toUnits, type Money } from '../../domain/money.js';
-import type { Interval } from '../../domain/time.js';
+import { isoString, type Interval } from '../../domain/time.js';
 import { unreachable } from '../../domain/unreachable.js';
 import type { Executed } from '../../services/platform.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
 import { discountGid, lastSegment, lineGid, mirrorFields, toAddress, toDiscount, toLine, variantGid, type PlatformAddress, type PlatformContract, type PlatformDiscount, type PlatformLine } from './contracts.js';
+import { PLATFORM_COUNTRY_CODES } from './countryCodes.js';
 import { COMMIT_DRAFT, CREATE_DRAFT, draftEditDocument, VARIANT_PRICES, type DraftOperation } from './documents.js';
 
 type EditStep = Step & { command: Extract<Command, { name: 'edit' }> };
@@ -51,6 +53,13 @@ export class ShopifyEdits {
 
   async execute(shop: ShopRef, gid: string, before: ContractState, step: EditStep, preview: boolean): Promise<Executed> {
     const operations = step.command.input.operations;
+    const countries: ErrorDetail[] = [];
+    operations.forEach((o, i) => {
+      if (o.op === 'set_shipping_address' && !PLATFORM_COUNTRY_CODES.has(o.address.countryCode)) {
+        countries.push({ path: `operations.${i}.address.countryCode`, message: `the platform does not know the country code "${o.address.countryCode}"` });
+      }
+    });
+    if (countries.length) throw editRejected(countries);
     const unpriced = [...new Set(operations.flatMap((o) => ((o.op === 'add_line' || o.op === 'swap_variant') && o.price === undefined ? [o.variantId] : [])))];
     const [draftId, prices] = await Promise.all([this.createDraft(shop, gid), this.variantPrices(shop, unpriced)]);
     const unknown: ErrorDetail[] = [];
@@ -80,8 +89,7 @@ export class ShopifyEdits {
     if (preview) return { decision: corrected(step.decision, operations, results, draftState(step.decision.contract, draft)) };
     const committed = mirrorFields(await this.commit(shop, draftId));
     if (!committed) throw rejected('the committed contract is not one svc can serve');
-    const own = step.decision.contract;
-    const state: ContractState = { ...committed.state, pausedAt: own.pausedAt, resumeAt: own.resumeAt, cancelledAt: own.cancelledAt, cancellationReason: own.cancellationReason };
+    const state = editedFields(step.decision.contract, committed.state, operations);
     return { decision: corrected(step.decision, operations, results, state), platform: { state: committed.state, mark: committed.mark } };
   }
 
@@ -178,6 +186,27 @@ function draftState(current: ContractState, d: DraftAnswer): ContractState {
 }
 
 /**
+ * svc's decision with what the edit changed as the platform committed it: the lines and discounts (their ids,
+ * titles and prices are the platform's), the policies and next billing date when the edit set them, the address
+ * when it set one. Whatever else differs in the committed contract was changed on the platform by someone else
+ * meanwhile: the change path records it after the edit, as the platform's own change (actor platform).
+ */
+function editedFields(own: ContractState, platform: PlatformState, operations: EditOperation[]): ContractState {
+  const s: ContractState = { ...own, lines: platform.lines, discounts: platform.discounts };
+  for (const o of operations) {
+    if (o.op === 'set_frequency') {
+      s.billingInterval = platform.billingInterval;
+      s.billingIntervalCount = platform.billingIntervalCount;
+      s.deliveryInterval = platform.deliveryInterval;
+      s.deliveryIntervalCount = platform.deliveryIntervalCount;
+      if (o.nextBillingDate) s.nextBillingDate = platform.nextBillingDate;
+    }
+    if (o.op === 'set_shipping_address') s.shippingAddress = platform.shippingAddress;
+  }
+  return { ...s, totals: totalsOf(s) };
+}
+
+/**
  * The edit's decision with the platform's contract: its lines, prices and discounts replace svc's guesses (a new
  * line's id, title and price, a swapped variant's title and price, an applied code's id and value), and the event's
  * changes name them. A line or discount the commit answers under another id is found by its variant or code.
@@ -200,9 +229,11 @@ function corrected(decision: Decision, operations: EditOperation[], results: Ope
         const d = after.discounts.find((x) => x.id === results[i].discountId) ?? after.discounts.find((x) => x.code?.toLowerCase() === code);
         return d ? { ...change, discountId: d.id, after: d } : change;
       }
+      case 'set_frequency':
+        // The date as the platform keeps it (to the second).
+        return o.nextBillingDate ? { ...change, after: { ...(change.after as object), nextBillingDate: isoString(after.nextBillingDate) } } : change;
       case 'set_quantity':
       case 'remove_line':
-      case 'set_frequency':
       case 'set_shipping_address':
       case 'remove_discount':
         return change;
