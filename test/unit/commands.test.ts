@@ -114,6 +114,13 @@ describe('plan', () => {
     expect(plan({ ...due, resumeAt: at('2026-11-23T00:00:00Z') }, null, now)).toBeNull();
   });
 
+  it('no due resume before a sync: the platform\'s word is applied as it is, and the resume is left to the scheduler, which carries it out there', () => {
+    const { pausedAt: _p, resumeAt: _r, cancelledAt: _c, cancellationReason: _cr, ...incoming } = due;
+    const p = plan(due, { command: { name: 'sync', input: { incoming: { ...incoming, lines: [{ ...lines[0], quantity: 4 }] }, changedAt: now } }, actor: { type: 'platform' } }, now)!;
+    expect(p.events.map((e) => [e.type, e.actor.type])).toEqual([['contract.updated', 'platform']]);
+    expect(p.contract).toMatchObject({ status: 'PAUSED', resumeAt: due.resumeAt });
+  });
+
   it('does not change the contract it was given', () => {
     const before = structuredClone(due);
     plan(due, req(c('cancel')), now);

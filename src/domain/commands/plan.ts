@@ -52,7 +52,7 @@ export function invalidState(name: string, status: string, allowed: readonly str
   return new ServiceError('invalid_state', `Cannot ${verb} a contract that is ${status}; ${verb} is allowed only from ${allowed.join(' or ')}.`);
 }
 
-/** The steps of a request from `contract` (a due resume first), or null when there is nothing to do. */
+/** The steps of a request from `contract` (a due resume first, but for a sync), or null when there is nothing to do. */
 export function plan(contract: ContractState, request: Request, now: Date): Plan | null {
   const steps: Step[] = [];
   let state = contract;
@@ -61,7 +61,10 @@ export function plan(contract: ContractState, request: Request, now: Date): Plan
     steps.push({ command, actor, decision });
     state = decision.contract;
   };
-  if (isResumeDue(state, now)) take(RESUME, SCHEDULER);
+  // Not before a sync: it applies what the platform says the contract is, and carries out nothing there, so a
+  // resume planned with it would be recorded without ever reaching the platform. The scheduler's own sweep resumes
+  // the contract through the platform.
+  if (request?.command.name !== 'sync' && isResumeDue(state, now)) take(RESUME, SCHEDULER);
   if (request) take(request.command, request.actor);
   return steps.length ? planOf(steps) : null;
 }
