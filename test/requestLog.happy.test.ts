@@ -1,10 +1,12 @@
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runMcpStdio } from '../src/mcp/stdio.js';
 import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { startTestApp, bearer, type TestApp } from './support/app.js';
 import { API, expectError } from './support/fixtures.js';
-import { callBody } from './support/mcp.js';
+import { callBody, listen } from './support/mcp.js';
 import { keyIdOf, logRows, readLog, recorded, written } from './support/requestLog.js';
 
 /**
@@ -98,6 +100,28 @@ describe('what is recorded', () => {
     expect(read).toMatchObject({ method: 'POST', path: '/mcp', mcpTool: 'get_subscription_contract', status: 200, errorCode: null, fingerprint: s.fingerprint, requestId: ok.headers['x-request-id'] });
     expect(notFound).toMatchObject({ path: '/mcp', mcpTool: 'skip_next_order', status: 200, errorCode: 'not_found' });
     expect(tools).toMatchObject({ path: '/mcp', mcpTool: null, status: 200, errorCode: null });
+  });
+
+  it('svc mcp-stdio: its tool calls are the API requests they make, with its user agent', async () => {
+    const s = await t.shopWithKey();
+    const [c] = await t.seed(s.shopId, 1);
+    const base = await listen(t);
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const out: string[] = [];
+    stdout.on('data', (b: Buffer) => out.push(b.toString()));
+    const start = recorded(t);
+    const served = runMcpStdio({ SVC_API_KEY: s.key, SVC_BASE_URL: base }, { err: () => {} }, { stdin, stdout });
+    stdin.end(`${JSON.stringify(callBody('get_subscription_contract', { contractId: c.id }))}\n`);
+    expect(await served).toBe(0);
+    expect(JSON.parse(out.join('')).result.structuredContent.contract.id).toBe(c.id);
+    // Its start-up probe (a list of one contract), then the tool's read.
+    await written(t, start + 2);
+    const rows = await logRows(t, s.domain);
+    expect(rows.map((r) => [r.method, r.path, r.status, r.userAgent])).toEqual([
+      ['GET', `${API}/${c.id}`, 200, 'svc-mcp-stdio/1'],
+      ['GET', `${API}?limit=1`, 200, 'svc-mcp-stdio/1'],
+    ]);
   });
 
   it('refusals of a known key: revoked (401), no plan (403), over the limit (429)', async () => {
