@@ -136,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's).
   gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
   const apiGate = gate;
-  const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (authorization) => apiGate.identify(authorization)) : null;
+  const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (req) => apiGate.identify(req)) : null;
   app.addHook('onResponse', (req, reply, done) => {
     const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
     const ms = reply.elapsedTime;

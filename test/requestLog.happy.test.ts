@@ -1,10 +1,12 @@
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runMcpStdio } from '../src/mcp/stdio.js';
 import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { startTestApp, bearer, type TestApp } from './support/app.js';
 import { API, expectError } from './support/fixtures.js';
-import { callBody } from './support/mcp.js';
+import { callBody, listen } from './support/mcp.js';
 import { keyIdOf, logRows, readLog, recorded, written } from './support/requestLog.js';
 
 /**
@@ -29,6 +31,8 @@ describe('what is recorded', () => {
     const start = recorded(t);
     const get = await t.inject({ url: `${API}/${c.id}?expand=none`, headers: { ...bearer(s.key), 'user-agent': 'acme-backend/2.1' } });
     expect(get.statusCode).toBe(200);
+    await written(t, start + 1);
+    t.clock.advance(1);
     const pause = await t.inject({
       method: 'POST',
       url: `${API}/${c.id}/actions`,
@@ -36,6 +40,8 @@ describe('what is recorded', () => {
       payload: { action: 'pause' },
     });
     expect(pause.statusCode).toBe(200);
+    await written(t, start + 2);
+    t.clock.advance(1);
     const again = await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'skip' } });
     expectError(again, 409, 'invalid_state');
     await written(t, start + 3);
@@ -45,7 +51,7 @@ describe('what is recorded', () => {
     const [skip, paused, read] = rows;
     expect(paused).toEqual({
       id: expect.stringMatching(/^\d+$/),
-      at: t.clock.now().toISOString(),
+      at: new Date(t.clock.now().getTime() - 1).toISOString(),
       keyId,
       fingerprint: s.fingerprint,
       method: 'POST',
@@ -71,6 +77,24 @@ describe('what is recorded', () => {
     expect((await logRows(t, s.domain, { keyId, limit: 1 }))[0]).toMatchObject({ path: '/api/v1/subscriptions', status: 404, errorCode: 'not_found' });
   });
 
+  it('a replayed refusal (same Idempotency-Key) is recorded with the code it replays', async () => {
+    const s = await t.shopWithKey();
+    const [c] = await t.seed(s.shopId, 1);
+    const start = recorded(t);
+    const send = () =>
+      t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key), 'idempotency-key': 'resume-1' }, payload: { action: 'resume' } });
+    expectError(await send(), 409, 'invalid_state');
+    const replay = await send();
+    expectError(replay, 409, 'invalid_state');
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    await written(t, start + 2);
+    const rows = await logRows(t, s.domain);
+    expect(rows.map((r) => [r.status, r.errorCode, r.idempotencyKey])).toEqual([
+      [409, 'invalid_state', 'resume-1'],
+      [409, 'invalid_state', 'resume-1'],
+    ]);
+  });
+
   it('a key sent in the URL, percent-encoded: the refusal is recorded for the key of the Authorization header, the key scrubbed from the path', async () => {
     const s = await t.shopWithKey();
     const rest = s.key.slice('svc_live_'.length);
@@ -89,8 +113,13 @@ describe('what is recorded', () => {
     const start = recorded(t);
     const ok = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: callBody('get_subscription_contract', { contractId: c.id }) });
     expect(ok.json().result.structuredContent.contract.id).toBe(c.id);
+    // A millisecond apart, so newest first is one order (within one millisecond, it is the order answers finished).
+    await written(t, start + 1);
+    t.clock.advance(1);
     const refused = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: callBody('skip_next_order', { contractId: '999999999' }) });
     expect(refused.json().result.isError).toBe(true);
+    await written(t, start + 2);
+    t.clock.advance(1);
     const list = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
     expect(list.statusCode).toBe(200);
     await written(t, start + 3);
@@ -98,6 +127,29 @@ describe('what is recorded', () => {
     expect(read).toMatchObject({ method: 'POST', path: '/mcp', mcpTool: 'get_subscription_contract', status: 200, errorCode: null, fingerprint: s.fingerprint, requestId: ok.headers['x-request-id'] });
     expect(notFound).toMatchObject({ path: '/mcp', mcpTool: 'skip_next_order', status: 200, errorCode: 'not_found' });
     expect(tools).toMatchObject({ path: '/mcp', mcpTool: null, status: 200, errorCode: null });
+  });
+
+  it('svc mcp-stdio: its tool calls are the API requests they make, with its user agent', async () => {
+    const s = await t.shopWithKey();
+    const [c] = await t.seed(s.shopId, 1);
+    const base = await listen(t);
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const out: string[] = [];
+    stdout.on('data', (b: Buffer) => out.push(b.toString()));
+    const start = recorded(t);
+    const served = runMcpStdio({ SVC_API_KEY: s.key, SVC_BASE_URL: base }, { err: () => {} }, { stdin, stdout });
+    stdin.end(`${JSON.stringify(callBody('get_subscription_contract', { contractId: c.id }))}\n`);
+    expect(await served).toBe(0);
+    expect(JSON.parse(out.join('')).result.structuredContent.contract.id).toBe(c.id);
+    // Its start-up probe (a list of one contract) and the tool's read (answered within one millisecond of the test
+    // clock, so in either order).
+    await written(t, start + 2);
+    const rows = await logRows(t, s.domain);
+    expect(rows.map((r) => [r.method, r.path, r.status, r.userAgent]).sort()).toEqual([
+      ['GET', `${API}/${c.id}`, 200, 'svc-mcp-stdio/1'],
+      ['GET', `${API}?limit=1`, 200, 'svc-mcp-stdio/1'],
+    ]);
   });
 
   it('refusals of a known key: revoked (401), no plan (403), over the limit (429)', async () => {
@@ -159,11 +211,12 @@ describe('reading it: filters, pages', () => {
       `${API}/${contracts[2].id}`,
       `${API}?limit=2`,
     ];
-    for (const url of requests) {
+    for (const [i, url] of requests.entries()) {
       t.clock.advance(1000);
       await t.inject({ url, headers: bearer(s.key) });
+      // Recorded (its time taken) before the clock moves on.
+      await written(t, start + i + 1);
     }
-    await written(t, start + requests.length);
     const all = await logRows(t, s.domain, { keyId });
     expect(all.map((r) => r.path)).toEqual([...requests].reverse());
     expect(all.map((r) => r.at)).toEqual(requests.map((_, i) => new Date(base.getTime() + (i + 1) * 1000).toISOString()).reverse());

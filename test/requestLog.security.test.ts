@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { MemoryRateLimitStore } from '../src/http/rateLimitStore.js';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/client.js';
 import { newRawKey } from '../src/domain/keys.js';
@@ -92,6 +93,35 @@ describe('what is never kept', () => {
   });
 });
 
+describe('a key in the URL cannot be used to spray keys', () => {
+  it('finding the key of such a request is a failed lookup when it finds none, and is not made past the address\'s allowance', async () => {
+    const limited = await startTestApp({
+      database: t.database,
+      clock: t.clock,
+      appDeps: { rateLimit: { perMinute: 1000, authFailuresPerMinute: 1, store: new MemoryRateLimitStore(t.clock) } },
+    });
+    try {
+      const s = await t.shopWithKey();
+      const start = recorded(limited);
+      // An unknown key in the header, a key in the URL: refused, and the lookup after it uses the address's one failure.
+      expectError(await limited.inject({ url: `${API}?k=svc_live_x`, headers: bearer(newRawKey()) }), 400, 'key_in_url');
+      await vi.waitFor(async () => expectError(await limited.inject({ url: API, headers: bearer(newRawKey()) }), 429, 'rate_limited'));
+      // The shop's own key in the header is not looked up now either (the address is past its allowance) ...
+      expectError(await limited.inject({ url: `${API}?k=svc_live_y`, headers: bearer(s.key) }), 400, 'key_in_url');
+      await written(limited, start);
+      expect(await allRows(s.shopId)).toEqual([]);
+      // ... unless this instance knows the key already: a request of its own puts it in the cache.
+      t.clock.advance(61_000);
+      expect((await limited.inject({ url: API, headers: bearer(s.key) })).statusCode).toBe(200);
+      expectError(await limited.inject({ url: `${API}?k=svc_live_z`, headers: bearer(s.key) }), 400, 'key_in_url');
+      await written(limited, start + 2);
+      expect((await logRows(t, s.domain)).map((r) => r.errorCode)).toEqual(['key_in_url', null]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('retention', () => {
   it('the cleanup deletes what is older than 14 days, in bounded batches, and keeps the rest', async () => {
     const s = await t.shopWithKey();
@@ -99,10 +129,13 @@ describe('retention', () => {
     const now = t.clock.now();
     const start = recorded(t);
     // Five requests 15 days ago, one 13 days ago, one now.
+    // Each recorded (its time taken) before the clock moves on.
     t.clock.set(new Date(now.getTime() - 15 * DAY));
     for (let i = 0; i < 5; i++) await t.inject({ url: `${API}?old=${i}`, headers: bearer(s.key) });
+    await written(t, start + 5);
     t.clock.set(new Date(now.getTime() - 13 * DAY));
     await t.inject({ url: `${API}?recent=1`, headers: bearer(s.key) });
+    await written(t, start + 6);
     t.clock.set(now);
     await t.inject({ url: `${API}?now=1`, headers: bearer(s.key) });
     await written(t, start + 7);
@@ -136,6 +169,8 @@ describe('a database outage', () => {
         const res = await app.inject({ url: `${API}/${c.id}?n=${i}`, headers: bearer(s.key) });
         expect(res.statusCode).toBe(200);
         ids.push(String(res.headers['x-request-id']));
+        // Taken by the log before the next request, so the order is the requests' order.
+        await vi.waitFor(() => expect(recorded(app)).toBe(i + 1));
       }
       // Every write fails while the database is down; what cannot be held is dropped, oldest first.
       await expect(written(app, 8)).rejects.toThrow();

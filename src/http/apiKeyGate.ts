@@ -78,10 +78,12 @@ export type ApiKeyGate = {
    */
   beforeErrorResponse(req: FastifyRequest, reply: FastifyReply, err: ServiceError): Promise<ServiceError>;
   /**
-   * The key an Authorization header holds, as far as it exists (revoked or not): for the request log, of a request
-   * the gate never saw (refused for a key in its URL). Null for a malformed or unknown key.
+   * The key a request's Authorization header holds, as far as it exists (revoked or not): for the request log, of a
+   * request the gate never saw (refused for a key in its URL). Null for a malformed or unknown key. A lookup is a
+   * failed lookup like the gate's when it finds nothing, and is not made for an address past its allowance of them,
+   * so such requests cannot be used to spray keys at the database either.
    */
-  identify(authorization: string | undefined): Promise<LoggedKey | null>;
+  identify(req: FastifyRequest): Promise<LoggedKey | null>;
 };
 
 /**
@@ -245,13 +247,18 @@ export function installApiKeyGate(
       if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
       return final;
     },
-    async identify(authorization) {
-      const digest = presentedKeyDigest(authorization);
+    async identify(req) {
+      const digest = presentedKeyDigest(req.headers.authorization);
       if (typeof digest !== 'string') return null;
       const cached = cache.find(digest);
       if (cached) return cached;
+      if (limits && (await limits.failures.peek(req.ip)).exceeded) return null;
       const row = await keyRows(ctx.db).byDigest.load(digest);
-      return row ? { keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) } : null;
+      if (!row) {
+        if (limits) await limits.failures.consume(req.ip);
+        return null;
+      }
+      return { keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) };
     },
   };
 }

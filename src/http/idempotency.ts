@@ -98,6 +98,8 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     const { recorded } = result;
     const render = req.routeOptions.config.recordsResult?.render;
     const body = 'result' in recorded && render ? JSON.stringify(render(recorded.result)) : withRequestId((recorded as { body: string }).body, String(req.id));
+    // For the request log: a replayed refusal carries its code as the first answer did.
+    if (result.statusCode >= 400) req.errorCode = /^\{"error":\{"code":"([a-z_]{1,60})"/.exec(body)?.[1];
     reply.header('idempotent-replayed', 'true').header('original-request-id', result.originalRequestId);
     return reply.code(result.statusCode).type('application/json; charset=utf-8').send(body);
   };

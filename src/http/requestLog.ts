@@ -49,7 +49,7 @@ export type RequestLogRecorder = (req: FastifyRequest, reply: FastifyReply, ms: 
 export function requestLogRecorder(
   writer: RequestLogWriter,
   clock: Clock,
-  identify: (authorization: string | undefined) => Promise<LoggedKey | null>,
+  identify: (req: FastifyRequest) => Promise<LoggedKey | null>,
 ): RequestLogRecorder {
   const entryOf = (req: FastifyRequest, reply: FastifyReply, ms: number, key: LoggedKey): RequestLogEntry => {
     return {
@@ -76,7 +76,7 @@ export function requestLogRecorder(
       return;
     }
     if ((req as { keyInUrl?: boolean }).keyInUrl && isLoggedPath(req.url)) {
-      identify(req.headers.authorization).then(
+      identify(req).then(
         (found) => {
           if (found) writer.record(entryOf(req, reply, ms, found));
         },

@@ -17,6 +17,7 @@ export class ApiError extends ServiceError {
 type Envelope = { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } };
 
 const TIMEOUT_MS = 30_000;
+export const USER_AGENT = 'svc-mcp-stdio/1';
 /** Attempts per call, and the pause before each retry (doubling), for answers that say "try again". */
 const ATTEMPTS = 3;
 const RETRY_DELAY_MS = 300;
@@ -49,6 +50,8 @@ export function httpOperations(
         headers: {
           authorization: `Bearer ${apiKey}`,
           accept: 'application/json',
+          // How the merchant's request log tells these calls from the integrator's own.
+          'user-agent': USER_AGENT,
           ...(body !== undefined && { 'content-type': 'application/json' }),
           ...(idempotencyKey && { 'idempotency-key': idempotencyKey }),
         },

@@ -33,6 +33,7 @@ describe('httpOperations (the stdio server\'s client of the API)', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ method: 'POST', url: 'http://svc.test/api/v1/subscription-contracts/42/actions', body: '{"action":"pause"}' });
     expect(sent[0].headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(sent[0].headers['user-agent']).toBe('svc-mcp-stdio/1');
     expect(sent[0].headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
     expect(sent[0].url).not.toContain('svc_live_');
   });
