@@ -1,9 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import { ServiceError } from './domain/errors.js';
+import { invalidInput, ServiceError } from './domain/errors.js';
+import { appendHook } from './http/hooks.js';
 import { mentionsKey } from './domain/keys.js';
 import { adminApiRoutes } from './http/admin/routes.js';
 import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } from './http/apiKeyGate.js';
@@ -164,6 +165,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { ctx: deps.ctx });
   await app.register(
     async (api) => {
+      // Unknown query parameters are refused like unknown body fields, each named: a route that declares its
+      // parameters refuses the others by its schema, and one that declares none refuses any here.
+      api.addHook('onRoute', (route) => {
+        if (route.schema?.querystring || route.schema?.hide) return;
+        route.preValidation = appendHook(route.preValidation, async (req: FastifyRequest) => {
+          const names = Object.keys(req.query as object);
+          if (names.length) throw invalidInput(names.map((name) => ({ path: name, message: `unknown parameter "${name}"` })));
+        });
+      });
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(contractRoutes, { ctx: deps.ctx });
       await api.register(webhookEndpointRoutes, { ctx: deps.ctx });

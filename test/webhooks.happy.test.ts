@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Contract as ContractSchema } from '../src/domain/resources.js';
 import { WebhookDispatcher } from '../src/workers/webhookDispatcher.js';
 import { ResumeSweep } from '../src/workers/resumeSweep.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
@@ -47,7 +48,7 @@ async function shopWithEndpoint(events: string[] = ['*']) {
 const act = (key: string, id: string, payload: object) =>
   t.inject({ method: 'POST', url: `${API}/${id}/actions`, headers: { ...json, ...bearer(key) }, payload });
 const verified = (secret: string, r: { headers: Record<string, unknown>; body: string }) =>
-  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; timestamp: string; data: { event: any; contract: any; version: number } };
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; test?: boolean; timestamp: string; data: { event: any; contract: any; version: number } };
 
 describe('endpoints on the public API', () => {
   it('are created with a whsec_ secret shown once, listed and read without it, changed and deleted', async () => {
@@ -171,6 +172,50 @@ describe('deliveries', () => {
     await dispatcher.tick();
     expect(s.got().map((r) => r.headers['webhook-id'])).toEqual([log[0].webhookId, log[0].webhookId]);
     expect(verified(s.secret, s.got()[1]).data.event.data).toEqual({ test: true });
+    // The log counts every attempt, the one before the resend included, and lists each.
+    const after = (await t.inject({ url: `${WEBHOOKS}/${s.endpoint.id}/deliveries`, headers: bearer(s.key) })).json().deliveries;
+    expect(after[0]).toMatchObject({ id: log[0].id, status: 'succeeded', attempts: 2 });
+    expect(after[0].attemptLog.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 200]);
+    // A second resend: the answer already counts the two, and the next attempt makes three.
+    const again = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${s.endpoint.id}/deliveries/${log[0].id}/resend`, headers: bearer(s.key) });
+    expect(again.json().delivery ?? again.json()).toMatchObject({ attempts: 2 });
+    await dispatcher.tick();
+    expect((await t.inject({ url: `${WEBHOOKS}/${s.endpoint.id}/deliveries`, headers: bearer(s.key) })).json().deliveries[0].attempts).toBe(3);
+  });
+
+  it('a test event is coherent: the status its type leads to, a sample contract in that state, version 0 and test: true', async () => {
+    const s = await shopWithEndpoint();
+    const expected = {
+      'contract.cancelled': { from: 'ACTIVE', to: 'CANCELLED' },
+      'contract.paused': { from: 'ACTIVE', to: 'PAUSED' },
+      'contract.resumed': { from: 'PAUSED', to: 'ACTIVE' },
+      'contract.created': { from: null, to: 'ACTIVE' },
+    } as const;
+    for (const type of Object.keys(expected)) {
+      const sent = await t.inject({ method: 'POST', url: `${WEBHOOKS}/${s.endpoint.id}/test`, headers: { ...json, ...bearer(s.key) }, payload: { type } });
+      expect(sent.statusCode).toBe(202);
+    }
+    await dispatcher.tick();
+    const payloads = s.got().map((r) => verified(s.secret, r));
+    expect(payloads.map((p) => p.type).sort()).toEqual(Object.keys(expected).sort());
+    for (const p of payloads) {
+      const { from, to } = expected[p.type as keyof typeof expected];
+      expect(p.test).toBe(true);
+      expect(p.data.version).toBe(0);
+      expect(p.data.event).toMatchObject({ type: p.type, from, to, data: { test: true } });
+      expect(p.timestamp).toBe(p.data.event.at);
+      expect(p.data.contract).toMatchObject({ id: '0', status: to, pausedAt: to === 'PAUSED' ? p.data.event.at : null, cancelledAt: to === 'CANCELLED' ? p.data.event.at : null });
+      // The contract has the shape of every delivery's (the API's contract resource).
+      expect(Object.keys(p.data.contract).sort()).toEqual(Object.keys(ContractSchema.shape).sort());
+    }
+    // A real event's payload carries no test flag.
+    const [c] = await t.seed(s.shopId, 1);
+    await act(s.key, c.id, { action: 'skip' });
+    await dispatcher.tick();
+    const real = verified(s.secret, s.got()[payloads.length]);
+    expect(real.type).toBe('contract.skipped');
+    expect(real.test).toBeUndefined();
+    expect(real.data.version).toBeGreaterThan(0);
   });
 
   it('rotating the secret signs with both for 24 hours, then with the new one only', async () => {

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { scrubKeys } from './keys.js';
+// Plain-words messages for every zod schema of the process (installed once, on import).
+import './validationMessages.js';
 
 /** Every error code a client can receive, with its HTTP status: the one table the error handler maps from. */
 export const ERROR_STATUS = {
@@ -91,7 +93,9 @@ export function issuesToDetails(issues: z.core.$ZodIssue[], prefix: (string | nu
 export function invalidInput(details: ErrorDetail[], what = 'Invalid request'): ServiceError {
   const first = details[0];
   const more = details.length > 1 ? ` (and ${details.length - 1} more)` : '';
-  const message = first ? `${what}: ${first.path ? first.path + ' ' : ''}${first.message}${more}.` : `${what}.`;
+  // "limit must be at most 100"; an unknown field or parameter names itself ("unknown field \"colour\"").
+  const subject = first?.path && !first.message.startsWith('unknown ') ? `${first.path} ` : '';
+  const message = first ? `${what}: ${subject}${first.message}${more}.` : `${what}.`;
   return new ServiceError('invalid_request', message, { details });
 }
 

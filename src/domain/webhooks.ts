@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { CONTRACT_EVENT_TYPES, type ContractEventType } from './commands/registry.js';
+
+export type { ContractEventType };
 import { isStorableText, StoredText } from './text.js';
 
 /** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
@@ -21,6 +23,52 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export type KeyLeakedData = { key: { id: string; name: string | null; fingerprint: string }; url: string | null; source: string | null };
 
 export const MAX_WEBHOOK_ENDPOINTS = 10;
+
+type Status = 'ACTIVE' | 'PAUSED' | 'CANCELLED' | 'EXPIRED' | 'FAILED';
+
+/** What each event type's test event says happened: the status before and after, as a real event of it would. */
+const TEST_TRANSITIONS: Record<ContractEventType, readonly [from: Status | null, to: Status]> = {
+  'contract.paused': ['ACTIVE', 'PAUSED'],
+  'contract.pause_updated': ['PAUSED', 'PAUSED'],
+  'contract.resumed': ['PAUSED', 'ACTIVE'],
+  'contract.cancelled': ['ACTIVE', 'CANCELLED'],
+  'contract.skipped': ['ACTIVE', 'ACTIVE'],
+  'contract.rescheduled': ['ACTIVE', 'ACTIVE'],
+  'contract.updated': ['ACTIVE', 'ACTIVE'],
+  'contract.created': [null, 'ACTIVE'],
+  'contract.expired': ['ACTIVE', 'EXPIRED'],
+  'contract.failed': ['ACTIVE', 'FAILED'],
+};
+
+/**
+ * A test event of a type: the event and a sample contract (id "0") in the state that event leaves a contract in,
+ * shaped as every delivery is. Its version is 0, below every real contract's, so a receiver that applies only newer
+ * versions never applies it; `test: true` says what it is, in the payload and in the event's data.
+ */
+export function testEvent(type: ContractEventType, deliveryId: string, at: Date) {
+  const [from, to] = TEST_TRANSITIONS[type];
+  const when = at.toISOString();
+  const event = { id: `test_${deliveryId}`, type, at: when, actor: { type: 'admin' }, from, to, data: { test: true } };
+  const contract = {
+    id: '0',
+    status: to,
+    customer: { id: '0', email: 'test@example.com' },
+    billingPolicy: { interval: 'MONTH', intervalCount: 1 },
+    deliveryPolicy: { interval: 'MONTH', intervalCount: 1 },
+    nextBillingDate: new Date(at.getTime() + 30 * 86_400_000).toISOString(),
+    lines: [{ id: '00000000-0000-4000-8000-000000000000', title: 'Test product', variantId: '0', quantity: 1, price: { amount: '10.00', currencyCode: 'USD' } }],
+    shippingAddress: null,
+    discounts: [],
+    totals: { subtotal: '10.00', discounts: '0.00', shipping: '0.00', total: '10.00', currencyCode: 'USD' },
+    pausedAt: to === 'PAUSED' ? when : null,
+    resumeAt: null,
+    cancelledAt: to === 'CANCELLED' ? when : null,
+    cancellationReason: null,
+    createdAt: when,
+    updatedAt: when,
+  };
+  return { event, contract, version: 0 };
+}
 
 export const WebhookEventFilter = z
   .array(z.enum([...WEBHOOK_EVENT_TYPES, '*']))

@@ -44,7 +44,7 @@ function validationDetails(err: FastifyError): ErrorDetail[] {
     // Unknown parameters are named one by one (fastify-type-provider-zod reports them as the keyword with `keys`).
     const unknown = v.keyword === 'unrecognized_keys' ? params?.keys : params?.issue?.code === 'unrecognized_keys' ? params.issue.keys : undefined;
     if (unknown?.length) {
-      return unknown.map((key) => ({ path: where ? `${where}.${key}` : key, message: context === 'body' ? `unknown field "${key}"` : 'unknown parameter' }));
+      return unknown.map((key) => ({ path: where ? `${where}.${key}` : key, message: context === 'body' ? `unknown field "${key}"` : `unknown parameter "${key}"` }));
     }
     return [{ path, message: v.message ?? 'is invalid' }];
   });

@@ -95,8 +95,7 @@ export function readMessage(raw: unknown): McpMessage | null {
   if (!served.success) {
     const issue = served.error.issues[0];
     const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
-    const error = new McpError(ErrorCode.InvalidParams, `Invalid ${method} request: ${where}${issue.message}`);
-    return { kind: 'refused', id, method, error: { code: error.code, message: scrubKeys(error.message) } };
+    return { kind: 'refused', id, method, error: { code: ErrorCode.InvalidParams, message: scrubKeys(`Invalid ${method} request: ${where}${issue.message}`) } };
   }
   return { kind: 'request', id, method, request: served.data };
 }
@@ -134,10 +133,20 @@ function initializeResult(request: InitializeRequest): InitializeResult {
   return { protocolVersion, capabilities: CAPABILITIES, serverInfo: SERVER_INFO, instructions: INSTRUCTIONS };
 }
 
-/** A protocol error (an unknown tool) as the SDK sends it; anything else is reported and answered with nothing in it. */
+/**
+ * The SDK's McpError writes "MCP error <code>: " before its message, and a client (the SDK's among them) writes it
+ * again when it turns the answer into an error of its own: "MCP error -32602: MCP error -32602: Unknown tool". The
+ * code travels in its own field, so the message goes out without it (the one other difference from the SDK's Server).
+ */
+function bareMessage(err: McpError): string {
+  const prefix = `MCP error ${err.code}: `;
+  return err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
+}
+
+/** A protocol error (an unknown tool); anything else is reported and answered with nothing in it. */
 function rpcError(err: unknown, exchange: Exchange): RpcError {
   // Its message may echo what the client sent (a tool's name): never a key, as in every error (PRODUCT §4).
-  if (err instanceof McpError) return { code: err.code, message: scrubKeys(err.message), ...(err.data !== undefined && { data: err.data }) };
+  if (err instanceof McpError) return { code: err.code, message: scrubKeys(bareMessage(err)), ...(err.data !== undefined && { data: err.data }) };
   exchange.toServiceError(err);
   return { code: ErrorCode.InternalError, message: 'Internal error' };
 }

@@ -4,7 +4,7 @@ import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { fitsInt8 } from '../domain/contractId.js';
 import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
-import { isKeyEventType, messageId, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type WebhookDelivery } from '../domain/webhooks.js';
+import { isKeyEventType, messageId, testEvent, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';
 import { assertMayChange, type Caller } from './caller.js';
 import type { ServiceCall } from './context.js';
@@ -22,10 +22,11 @@ function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[], idle
     type: row.type,
     contractId: row.contractId,
     eventId: row.eventId,
-    version: row.contractVersion,
+    version: row.test ? 0 : row.contractVersion,
     test: row.test,
     status: row.status,
-    attempts: row.attempts,
+    // Every attempt ever made, resends included (the row's own count restarts the retry schedule at a resend).
+    attempts: attempts.length,
     nextAttemptAt: planned ? row.nextAttemptAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
     finishedAt: iso(row.finishedAt),
@@ -94,7 +95,8 @@ export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller
   });
   const current = row ?? (await ctx.db.orm.select().from(webhookDeliveries).where(mine))[0];
   if (!current) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
-  return toDelivery(current, [], endpoint.status !== 'enabled');
+  const attempts = await ctx.db.orm.select().from(webhookAttempts).where(eq(webhookAttempts.deliveryId, current.id)).orderBy(asc(webhookAttempts.id));
+  return toDelivery(current, attempts, endpoint.status !== 'enabled');
 }
 
 /** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */
@@ -114,25 +116,6 @@ export const TestEventInput = z.strictObject({
   type: z.enum(WEBHOOK_EVENT_TYPES).default('contract.paused').describe('The event type of the test delivery.'),
 });
 
-/** A sample contract for test events: the shape a receiver gets, with made-up values. */
-function sampleContract(now: Date) {
-  const at = now.toISOString();
-  return {
-    id: '0',
-    status: 'PAUSED',
-    customer: { id: '0', email: 'test@example.com' },
-    billingPolicy: { interval: 'MONTH', intervalCount: 1 },
-    nextBillingDate: at,
-    lines: [{ title: 'Test product', variantId: '0', quantity: 1, price: { amount: '10.00', currencyCode: 'USD' } }],
-    pausedAt: at,
-    resumeAt: null,
-    cancelledAt: null,
-    cancellationReason: null,
-    createdAt: at,
-    updatedAt: at,
-  };
-}
-
 /** Sample data for a test key event: the shape a receiver gets, with made-up values (and `test: true`). */
 function sampleKeyEvent(): KeyLeakedData & { test: true } {
   return {
@@ -151,7 +134,7 @@ export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Call
   const now = ctx.clock.now();
   const [row] = await ctx.db.orm
     .insert(webhookDeliveries)
-    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: isKeyEventType(type) ? sampleKeyEvent() : sampleContract(now), test: true, nextAttemptAt: now, createdAt: now })
+    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: isKeyEventType(type) ? sampleKeyEvent() : testEvent(type, '0', now).contract, test: true, nextAttemptAt: now, createdAt: now })
     .returning();
   return toDelivery(row, [], endpoint.status !== 'enabled');
 }

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { claimDueDeliveries, purgeDeliveries, recordAttempts, type AttemptOutcome, type ClaimedDelivery } from '../db/webhookOutbox.js';
 import { toContractEvent } from '../domain/resources.js';
-import { DISABLE_AFTER_FAILING_MS, isKeyEventType, messageId, parseRetryAfter, retryDelayMs } from '../domain/webhooks.js';
+import { DISABLE_AFTER_FAILING_MS, isKeyEventType, messageId, parseRetryAfter, retryDelayMs, testEvent, type ContractEventType } from '../domain/webhooks.js';
 import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from '../webhooks/send.js';
 import { mapInLanes } from '../lanes.js';
@@ -55,9 +55,11 @@ function contractEventBody(d: ClaimedDelivery): string {
         data: d.event.data,
         contractVersion: d.contractVersion,
       })
-    : { id: `test_${d.id}`, type: d.type, at: d.createdAt.toISOString(), actor: { type: 'admin' }, from: 'ACTIVE', to: 'ACTIVE', data: { test: true } };
-  // The contract's JSON is put in as stored: it is never parsed and written again.
-  return `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(event.at)},"data":{"event":${JSON.stringify(event)},"contract":${d.contract},"version":${d.contractVersion ?? 'null'}}}`;
+    : testEvent(d.type as ContractEventType, d.id, d.createdAt).event;
+  // The contract's JSON is put in as stored: it is never parsed and written again. A test event says so beside its
+  // type, and its version is 0 (domain/webhooks.ts: testEvent).
+  const head = d.event ? `{"type":${JSON.stringify(d.type)},` : `{"type":${JSON.stringify(d.type)},"test":true,`;
+  return `${head}"timestamp":${JSON.stringify(event.at)},"data":{"event":${JSON.stringify(event)},"contract":${d.contract},"version":${d.contractVersion ?? 0}}}`;
 }
 
 function signed(d: ClaimedDelivery, signedAt: Date, body: string): { body: string; headers: Record<string, string> } {

@@ -91,6 +91,8 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await open(t, shop.domain, '/admin/contracts');
     await page.getByRole('heading', { name: 'Contracts', exact: true }).waitFor();
     await page.getByRole('link', { name: `Contract #${shop.ada.id}` }).waitFor();
+    // The tab's title follows the page.
+    expect(await page.title()).toBe('Contracts · svc');
     const newest = [shop.ada.id, ...[...shop.many].reverse()];
     expect(await rowIds(page)).toEqual(newest.slice(0, 25));
     // Every column in sight as the page opens, at a laptop's width.
@@ -154,6 +156,7 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     const id = shop.ada.id;
     await open(t, shop.domain, `/admin/contracts/${id}`);
     await page.getByRole('heading', { name: `Contract #${id}` }).waitFor();
+    expect(await page.title()).toBe(`Contract #${id} · svc`);
     const status = page.getByTestId('contract-status');
     await status.getByText('Active').waitFor();
     await page.getByText(when(shop.ada.nextBillingDate), { exact: true }).waitFor();

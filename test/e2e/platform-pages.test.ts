@@ -135,6 +135,9 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     const { page } = t;
     await open(t, shop.domain, '/admin/contracts');
     await page.getByRole('row', { name: new RegExp(`#${pausedThere}`) }).getByText('Paused', { exact: true }).waitFor();
+    // Platform mode, in a tab opened with a link: the frame does not call it standalone.
+    expect(await page.getByText('Standalone admin').count()).toBe(0);
+    await page.getByText('Opened with an admin link').first().waitFor({ state: 'attached' });
     await page.getByRole('link', { name: `Contract #${pausedThere}` }).click();
     await page.getByTestId('contract-status').getByText('Paused').waitFor();
     const history = page.getByRole('list', { name: `History of contract ${pausedThere}` });

@@ -12,7 +12,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
-import { contractIdOf, keyIdOfRequestsPath, navigate, ROUTES, usePath } from './router';
+import { contractIdOf, keyIdOfRequestsPath, navigate, pageTitle, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
 export function App() {
@@ -54,6 +54,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   useEffect(() => {
     if (path === '/admin') navigate(ROUTES.api, { replace: true });
     setNavOpen(false);
+    document.title = pageTitle(path);
   }, [path]);
 
   let page;
@@ -82,10 +83,11 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
     );
   }
 
+  // Outside the shop admin the page was opened with an admin link, in either mode (standalone or platform).
   const userMenu = (
     <TopBar.UserMenu
       name={shop ?? 'Shop'}
-      detail="Standalone admin"
+      detail="Opened with an admin link"
       initials={(shop ?? 'S').slice(0, 1).toUpperCase()}
       actions={[{ items: [{ content: 'API reference', url: '/docs', external: true }] }]}
       open={userMenuOpen}

@@ -8,6 +8,26 @@ export const ROUTES = {
   contracts: '/admin/contracts',
 } as const;
 
+/** The browser tab's title of the page at `path`, so each tab (and the history) says which page it is. */
+export function pageTitle(path: string): string {
+  const id = contractIdOf(path);
+  const page =
+    path === ROUTES.api
+      ? 'Settings → API'
+      : path === ROUTES.webhooks
+        ? 'Settings → Webhooks'
+        : path === ROUTES.settings
+          ? 'Settings'
+          : path === ROUTES.contracts
+            ? 'Contracts'
+            : id
+              ? `Contract #${id}`
+              : path === '/admin'
+                ? null
+                : 'Page not found';
+  return page ? `${page} · svc` : 'svc';
+}
+
 /** A contract's own page. */
 export const contractUrl = (id: string) => `${ROUTES.contracts}/${encodeURIComponent(id)}`;
 /** A key's requests (Settings → API → a key). */
