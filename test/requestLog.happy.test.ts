@@ -152,6 +152,16 @@ describe('what is recorded', () => {
     ]);
   });
 
+  it('a read-only key asking for a change: 403 insufficient_scope, recorded', async () => {
+    const s = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const [c] = await t.seed(s.shopId, 1);
+    const start = recorded(t);
+    const res = await t.inject({ method: 'POST', url: `${API}/${c.id}/actions`, headers: { ...json, ...bearer(s.key) }, payload: { action: 'pause' } });
+    expectError(res, 403, 'insufficient_scope');
+    await written(t, start + 1);
+    expect(await logRows(t, s.domain)).toMatchObject([{ method: 'POST', path: `${API}/${c.id}/actions`, status: 403, errorCode: 'insufficient_scope', requestId: res.headers['x-request-id'] }]);
+  });
+
   it('refusals of a known key: revoked (401), no plan (403), over the limit (429)', async () => {
     const limited = await startTestApp({
       database: t.database,
