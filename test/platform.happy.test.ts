@@ -52,6 +52,25 @@ describe('install', () => {
     expect(Date.parse(mirror.nextBillingDate)).toBe(platform.nextBillingDate!.getTime());
   });
 
+  it('a contract changed on the platform while the import pages through the shop is imported, and counted, once', async () => {
+    const domain = `midimport-${Date.now()}.myshopify.com`;
+    p.standIn.createShop(domain);
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++) ids.push(p.standIn.createContract(domain, {}, { silent: true }).id);
+    // The pages answer late, so the change lands between two of them: once the second page has been asked for.
+    p.standIn.faults.add({ kind: 'latency', ms: 150 }, { shop: domain, operation: 'SvcContractsPage', count: 3 });
+    const pages = () => p.standIn.requests.filter((r) => r.shop === domain && r.operationName === 'SvcContractsPage').length;
+    const opening = p.openAdmin(domain);
+    while (pages() < 2) await new Promise((r) => setImmediate(r));
+    p.standIn.platform.update(domain, ids[0], { lines: [{ title: 'Changed mid-import', quantity: 2 }] });
+    await opening;
+    await p.settle();
+    const shop = (await p.t.ctx.db.withSession((q) => q<{ id: string }>(`SELECT id::text AS id FROM shops WHERE domain = $1`, [domain])))[0];
+    expect(await p.t.shopify!.installer.installation(shop.id)).toMatchObject({ importStatus: 'completed', importDone: 20, importTotal: 20 });
+    const [{ n }] = await p.t.ctx.db.withSession((q) => q<{ n: number }>(`SELECT count(*)::int AS n FROM subscription_contracts WHERE shop_id = $1`, [shop.id]));
+    expect(n).toBe(20);
+  });
+
   it('a large shop is imported with a bulk operation, every line of every contract included', async () => {
     const shop = await p.install({ contracts: 260 });
     const installation = await p.t.shopify!.installer.installation(shop.shopId);

@@ -15,6 +15,13 @@ export const MIRRORED_LINES = 40;
 /** Discounts of a contract the mirror reads: a contract has a handful at most. */
 export const MIRRORED_DISCOUNTS = 5;
 export const CONTRACTS_PER_PAGE = 8;
+/**
+ * The import pages by id: a contract changed while the import runs keeps its place, so it is read (and counted) once.
+ * Reconciliation pages by last update, over the contracts updated since its last sweep: one updated meanwhile is
+ * read again, which it applies as any newer revision.
+ */
+export const IMPORT_SORT = 'ID';
+export const RECONCILE_SORT = 'UPDATED_AT';
 const ADDRESS_FIELDS = 'firstName lastName address1 address2 city provinceCode zip countryCodeV2 phone';
 const DISCOUNT_FIELDS = `id title type value {
       ... on SubscriptionDiscountPercentageValue { percentage }
@@ -46,8 +53,8 @@ export const CONTRACTS_BY_ID = `query SvcContractsById($ids: [ID!]!) {
   }
 }`;
 
-export const CONTRACTS_PAGE = `query SvcContractsPage($first: Int!, $after: String, $query: String) {
-  subscriptionContracts(first: $first, after: $after, query: $query, sortKey: UPDATED_AT) {
+export const CONTRACTS_PAGE = `query SvcContractsPage($first: Int!, $after: String, $query: String, $sortKey: SubscriptionContractsSortKeys!) {
+  subscriptionContracts(first: $first, after: $after, query: $query, sortKey: $sortKey) {
     nodes {${CONTRACT_FIELDS}
     }
     pageInfo { hasNextPage endCursor }

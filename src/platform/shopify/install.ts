@@ -238,7 +238,7 @@ export class ShopifyInstaller {
         await this.progress(shop.id, { import_mode: 'paged' });
         for (;;) {
           type Page = { subscriptionContracts: { nodes: PlatformContract[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
-          const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query: null });
+          const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query: null, sortKey: doc.IMPORT_SORT });
           await insertContracts(this.ctx, shop.id, usable(page.subscriptionContracts.nodes));
           imported += page.subscriptionContracts.nodes.length;
           after = page.subscriptionContracts.pageInfo.endCursor;

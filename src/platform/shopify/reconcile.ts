@@ -42,7 +42,7 @@ export class Reconciler {
     let after: string | null = null;
     for (;;) {
       type Page = { subscriptionContracts: { nodes: PlatformContract[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } };
-      const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query });
+      const page: Page = await this.admin.graphql<Page>(shop, doc.CONTRACTS_PAGE, { first: doc.CONTRACTS_PER_PAGE, after, query, sortKey: doc.RECONCILE_SORT });
       const fields = page.subscriptionContracts.nodes.map(mirrorFields).filter((f): f is MirroredContract => f !== null);
       report.checked += fields.length;
       // What the mirror already holds (the contract's own actions, mostly) is not written again; the rest of the
