@@ -1,5 +1,5 @@
 /**
- * npm run bench:platform: platform mode (PRODUCT §9) on this machine, against the stand-in of the platform answering
+ * npm run bench:platform: platform mode (docs/product.md §9) on this machine, against the stand-in of the platform answering
  * at once (its cost buckets out of reach). svc runs as its own process, as `npm start` runs it, on the PostgreSQL of
  * DATABASE_URL (required; in a fresh schema). The stand-in runs in a process of its own (this file with --stand-in),
  * so svc, the platform and the load generator do not share an event loop. Figures:

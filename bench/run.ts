@@ -1,5 +1,5 @@
 /**
- * npm run bench: svc against a bare Fastify baseline on this machine (PRODUCT's performance targets live here, never
+ * npm run bench: svc against a bare Fastify baseline on this machine (the performance targets live here, never
  * in a timed test). Starts svc as a child process on PostgreSQL when DATABASE_URL is set (in a fresh schema), else on
  * a fresh embedded database; seeds a shop, a key and 2,000 contracts; then runs each scenario at 50 connections in
  * BENCH_ROUNDS rounds (default 3) of BENCH_SECONDS each (default 4), each round a baseline run of the scenario's method

@@ -1,5 +1,5 @@
 /**
- * `npm run demo:platform`: svc in platform mode (PRODUCT §9) on this machine, against the stand-in of the platform
+ * `npm run demo:platform`: svc in platform mode (docs/product.md §9) on this machine, against the stand-in of the platform
  * that the tests use (test/support/shopify; it needs the dev dependencies that `npm install` brings).
  *
  * It starts the stand-in on a fixed port, creates a shop with realistic subscription contracts, starts the real

@@ -3,7 +3,7 @@ import { setShopPlan } from '../src/services/shops.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, expectError, sql } from './support/fixtures.js';
 
-/** The access policy over time (PRODUCT §2) and the last-used stamp (PRODUCT §1). */
+/** The access policy over time (docs/product.md §2) and the last-used stamp (docs/product.md §1). */
 
 let t: TestApp;
 beforeAll(async () => {

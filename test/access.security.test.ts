@@ -7,7 +7,7 @@ import { setShopPlan } from '../src/services/shops.js';
 import { bearer, startTestApp, TestClock, type TestApp } from './support/app.js';
 import { adminAuth, API, expectError, secondInstance, sql } from './support/fixtures.js';
 
-/** Who gets through /api/v1 (PRODUCT §1, §2, §5), in the order of checks PRODUCT §2 fixes. */
+/** Who gets through /api/v1 (docs/product.md §1, §2, §5), in the order of checks docs/product.md §2 fixes. */
 
 /**
  * The test database with its I/O (queries, sessions, pings) trapped: every use is counted and fails. Proof that a

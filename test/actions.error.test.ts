@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, contractRow, eventRows, expectError, insertContract } from './support/fixtures.js';
 
-/** Which action is allowed from which status, and every way an action body can be wrong (PRODUCT §3, §4). */
+/** Which action is allowed from which status, and every way an action body can be wrong (docs/product.md §3, §4). */
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 let t: TestApp;
@@ -21,7 +21,7 @@ const act = (id: string, body: unknown, headers: Record<string, string> = {}) =>
 const STATUSES = ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'] as const;
 type Status = (typeof STATUSES)[number];
 
-/** The table of PRODUCT §3, written out here rather than imported. */
+/** The table of docs/product.md §3, written out here rather than imported. */
 const TABLE: Record<string, { body: object; from: Status[]; to: (s: Status) => Status; event: (s: Status) => string }> = {
   pause: { body: { action: 'pause', resumeAt: '2027-01-05T00:00:00Z' }, from: ['ACTIVE', 'PAUSED'], to: () => 'PAUSED', event: (s) => (s === 'PAUSED' ? 'contract.pause_updated' : 'contract.paused') },
   resume: { body: { action: 'resume' }, from: ['PAUSED', 'FAILED'], to: () => 'ACTIVE', event: () => 'contract.resumed' },

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, contractRow, eventRows, insertContract } from './support/fixtures.js';
 
-/** What each action does to a contract (PRODUCT §3 "Actions"). The clock stands at 2026-11-22T10:00:00Z. */
+/** What each action does to a contract (docs/product.md §3 "Actions"). The clock stands at 2026-11-22T10:00:00Z. */
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 let t: TestApp;

@@ -3,7 +3,7 @@ import { startTestApp, uniqueShop, type TestApp } from './support/app.js';
 import { adminAuth, sql } from './support/fixtures.js';
 import { setShopPlan } from '../src/services/shops.js';
 
-/** Admin JSON API behind Settings → API (PRODUCT §6): what a merchant can do. */
+/** Admin JSON API behind Settings → API (docs/product.md §6): what a merchant can do. */
 describe('admin API: shop and keys', () => {
   let t: TestApp;
   beforeAll(async () => {

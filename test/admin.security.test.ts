@@ -5,7 +5,7 @@ import { bearer, startTestApp, TEST_CREDENTIALS, uniqueShop, type TestApp } from
 import { adminAuth, expectError, keyFragments, sql } from './support/fixtures.js';
 import { setShopPlan } from '../src/services/shops.js';
 
-/** Who may use the admin API (PRODUCT §5, §6): a valid platform session token and nothing else. */
+/** Who may use the admin API (docs/product.md §5, §6): a valid platform session token and nothing else. */
 
 type Claims = Record<string, unknown>;
 

@@ -11,7 +11,7 @@ import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.
 import { startPlatform, type InstalledShop, type PlatformHarness } from './support/platform.js';
 
 /**
- * The operator's platform commands (PRODUCT §9): `platform status`, `platform sync`, `compliance export`, called as
+ * The operator's platform commands (docs/product.md §9): `platform status`, `platform sync`, `compliance export`, called as
  * `runCli(argv, io, env)` on the database a platform-mode svc installed shops into, against the same stand-in.
  * On PostgreSQL the server keeps running while the CLI works; the embedded database belongs to one process, so there
  * the server is stopped first (the stand-in stays up: `platform sync` talks to it).

@@ -13,7 +13,7 @@ import { uniqueShop } from './support/app.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.js';
 
 /**
- * The operator's CLI (PRODUCT §8), called as `runCli(argv, io, env)` against the test database: the test schema on
+ * The operator's CLI (docs/product.md §8), called as `runCli(argv, io, env)` against the test database: the test schema on
  * PostgreSQL, or an embedded data directory made from the migrated template.
  */
 

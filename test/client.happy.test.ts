@@ -5,7 +5,7 @@ import { eventRows } from './support/fixtures.js';
 import { listen } from './support/mcp.js';
 
 /**
- * @svc/client (PRODUCT §11) against a real listening server: reads, paging, every action, and the API's refusals as
+ * @svc/client (docs/product.md §11) against a real listening server: reads, paging, every action, and the API's refusals as
  * typed errors. The test clock stands at 2026-11-22T10:00:00Z.
  */
 

@@ -7,7 +7,7 @@ import { eventRows, insertContract } from './support/fixtures.js';
 import { listen } from './support/mcp.js';
 
 /**
- * @svc/client's retries (PRODUCT §11): through a small HTTP server placed in front of the real app, which answers
+ * @svc/client's retries (docs/product.md §11): through a small HTTP server placed in front of the real app, which answers
  * each request as a test scripts it (503, 409 idempotency_in_progress, a dropped connection, an answer lost after the
  * app acted) and forwards the rest. It records every request it received, so a test sees each attempt's
  * Idempotency-Key.

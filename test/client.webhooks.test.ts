@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { SvcWebhookVerificationError, verifyWebhook } from '../clients/typescript/src/index.js';
 
 /**
- * @svc/client's webhook verifier (PRODUCT §10, §11) against signatures made by the reference library
+ * @svc/client's webhook verifier (docs/product.md §10, §11) against signatures made by the reference library
  * (`standardwebhooks`' own Webhook.sign): `v1,<base64>` over `id.timestamp.body`, secret `whsec_` + base64.
  */
 

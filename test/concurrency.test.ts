@@ -7,7 +7,7 @@ import { onPostgres } from './support/db.js';
 import { API, adminAuth, contractRow, eventRows, insertContract, secondInstance, sql } from './support/fixtures.js';
 
 /**
- * Real concurrency, no mocks: the key limit and contract actions under parallel requests (PRODUCT §1, §3). On
+ * Real concurrency, no mocks: the key limit and contract actions under parallel requests (docs/product.md §1, §3). On
  * PostgreSQL the requests are spread over two app instances with separate connection pools.
  */
 

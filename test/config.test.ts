@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 
-/** Configuration is validated at start with messages that name the variable (PRODUCT §8). */
+/** Configuration is validated at start with messages that name the variable (docs/product.md §8). */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, expectError } from './support/fixtures.js';
 
-/** Bad reads: ids, other shops' contracts, list parameters (PRODUCT §3, §4). */
+/** Bad reads: ids, other shops' contracts, list parameters (docs/product.md §3, §4). */
 
 let t: TestApp;
 let key: string;

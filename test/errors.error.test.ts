@@ -4,7 +4,7 @@ import { newRawKey } from '../src/domain/keys.js';
 import { bearer, startTestApp, TEST_CREDENTIALS, type TestApp } from './support/app.js';
 import { API, expectError, keyFragments, sql } from './support/fixtures.js';
 
-/** Every error leaves as the envelope with X-Request-Id, and none leaks internals (PRODUCT §4, §5). */
+/** Every error leaves as the envelope with X-Request-Id, and none leaks internals (docs/product.md §4, §5). */
 
 const SQLISH = 'duplicate key value violates unique constraint "api_keys_digest_key" in SELECT * FROM api_keys WHERE digest = $1';
 let t: TestApp;

@@ -7,7 +7,7 @@ import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, adminAuth, contractRow, eventRows, expectError, secondInstance, sql } from './support/fixtures.js';
 
 /**
- * Idempotency-Key on the API's POSTs (PRODUCT §4): one execution per (shop, key, request) for 24 h, replayed
+ * Idempotency-Key on the API's POSTs (docs/product.md §4): one execution per (shop, key, request) for 24 h, replayed
  * byte for byte; the key is scoped to the shop, refused for another request, held while running, and given back
  * after a 5xx or when its holder vanished.
  */

@@ -3,7 +3,7 @@ import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { adminAuth, API, keyFragments } from './support/fixtures.js';
 
 /**
- * No key and no session token reaches a log line or an error message (PRODUCT §5), wherever the client puts it:
+ * No key and no session token reaches a log line or an error message (docs/product.md §5), wherever the client puts it:
  * header, JSON body, query string, a body that causes an error, the path, a 500.
  */
 

@@ -9,7 +9,7 @@ import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.
 import { API, expectError } from './support/fixtures.js';
 
 /**
- * GET /metrics (PRODUCT §8): Prometheus text with requests by route pattern and status, latency, auth failures by
+ * GET /metrics (docs/product.md §8): Prometheus text with requests by route pattern and status, latency, auth failures by
  * reason, 429s, idempotency outcomes, the scheduler's work and the database pool; nothing secret in any label.
  */
 

@@ -7,7 +7,7 @@ import { startPlatform, type InstalledShop, type PlatformHarness } from './suppo
 import { validateAgainstAdminSchema } from './support/shopify/index.js';
 
 /**
- * The convergence property of platform mode (PRODUCT §9): whatever happens to a shop's contracts (actions through
+ * The convergence property of platform mode (docs/product.md §9): whatever happens to a shop's contracts (actions through
  * the API, changes made on the platform, outages before or after the platform changed, webhooks duplicated, held
  * and released out of order, dropped or late, processing at any moment), once the held webhooks are out, the
  * faults gone, the merchant has opened the app and one reconciliation sweep has run, the mirror equals the platform

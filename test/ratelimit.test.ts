@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from './support/db.js';
 import { API, contractRow, expectError } from './support/fixtures.js';
 
 /**
- * Rate limits with the in-memory store (PRODUCT §2, §8): requests per shop, checked after the key and the plan;
+ * Rate limits with the in-memory store (docs/product.md §2, §8): requests per shop, checked after the key and the plan;
  * failed key lookups per client IP, refused before any database query. Small limits, and the clock moves instead
  * of the test sleeping.
  */

@@ -5,7 +5,7 @@ import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { adminAuth, API, contractRow, eventRows, expectError, secondInstance } from './support/fixtures.js';
 
 /**
- * Read-only keys (PRODUCT §1 access, §2 order of checks, §4 insufficient_scope): chosen at generation, fixed for the
+ * Read-only keys (docs/product.md §1 access, §2 order of checks, §4 insufficient_scope): chosen at generation, fixed for the
  * key's life, listed with the key; they read contracts and events, and every change answers 403
  * insufficient_scope, checked after the plan and before the rate limit, whether or not the instance has the key
  * cached.

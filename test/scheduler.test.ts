@@ -5,7 +5,7 @@ import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { onPostgres } from './support/db.js';
 import { API, contractRow, eventRows, insertContract, sql } from './support/fixtures.js';
 
-/** Scheduled resume (PRODUCT §3): by itself, exactly once, after a restart, and visible to reads before the sweep. */
+/** Scheduled resume (docs/product.md §3): by itself, exactly once, after a restart, and visible to reads before the sweep. */
 
 const NOW = new Date('2026-11-22T10:00:00.000Z');
 const RESUME_AT = '2026-11-22T12:00:00.000Z';

@@ -6,7 +6,7 @@ import { API, expectError, sql } from './support/fixtures.js';
 import { startReceiver } from './support/receiver.js';
 
 /**
- * Webhooks out when things go wrong (PRODUCT §10): refused input, receivers that fail, redirect, time out, are gone
+ * Webhooks out when things go wrong (docs/product.md §10): refused input, receivers that fail, redirect, time out, are gone
  * or fail for days; the retry schedule, Retry-After, disabling and resending what failed.
  */
 

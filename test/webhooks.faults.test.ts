@@ -14,7 +14,7 @@ import { call, needsPostgres, startServer, stopAllServers } from './support/proc
 import { startReceiver, type Received } from './support/receiver.js';
 
 /**
- * Webhooks out under faults (PRODUCT §10): a receiver down for an hour, a dispatcher woken at once by the outbox, a
+ * Webhooks out under faults (docs/product.md §10): a receiver down for an hour, a dispatcher woken at once by the outbox, a
  * server killed in the middle of a burst of deliveries, and two instances sending one outbox.
  */
 

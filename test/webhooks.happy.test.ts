@@ -9,7 +9,7 @@ import { callBody } from './support/mcp.js';
 import { startReceiver } from './support/receiver.js';
 
 /**
- * Webhooks out (PRODUCT §10), end to end in one process: endpoints over the API, deliveries written with every
+ * Webhooks out (docs/product.md §10), end to end in one process: endpoints over the API, deliveries written with every
  * change whatever its source, signed with Standard Webhooks, in order per contract, with the delivery log. The
  * dispatcher's rounds are run by hand (tick) and the clock is moved: nothing sleeps.
  */

@@ -6,7 +6,7 @@ import { API, expectError } from './support/fixtures.js';
 import { startReceiver } from './support/receiver.js';
 
 /**
- * SSRF (PRODUCT §10): with WEBHOOKS_ALLOW_PRIVATE off, an endpoint may point only at public unicast addresses,
+ * SSRF (docs/product.md §10): with WEBHOOKS_ALLOW_PRIVATE off, an endpoint may point only at public unicast addresses,
  * checked when it is saved and again at connect time after DNS. DNS is a test double here (the machine has no other
  * network): names resolve to whatever the test says, as a rebinding attacker's would.
  */

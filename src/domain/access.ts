@@ -1,4 +1,4 @@
-/** Who may use the external API (PRODUCT §2). Pure: the plan, the clock and the free period decide. */
+/** Who may use the external API (docs/product.md §2). Pure: the plan, the clock and the free period decide. */
 export const API_PLAN = 'enterprise';
 /** The plans a shop can be on: `basic` (where every shop starts) and `enterprise` (API access). */
 export const PLANS = ['basic', API_PLAN] as const;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MESSAGES, ServiceError } from './errors.js';
 
-/** PRODUCT §3: a contract id in a path is a string of 1 to 19 digits; anything else is 400 invalid_request. */
+/** docs/product.md §3: a contract id in a path is a string of 1 to 19 digits; anything else is 400 invalid_request. */
 const DIGITS = /^\d{1,19}$/;
 const RULE = 'must be a string of 1 to 19 digits';
 const INT8_MAX = 9223372036854775807n;

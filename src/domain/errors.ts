@@ -109,7 +109,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.ou
 export type ErrorEnvelopeBody = { error: { code: ErrorCode; message: string; requestId: string; details?: ErrorDetail[] } };
 
 /**
- * The envelope of every error on every surface (PRODUCT §4): the HTTP API, the admin API, MCP tool errors. Messages
+ * The envelope of every error on every surface (docs/product.md §4): the HTTP API, the admin API, MCP tool errors. Messages
  * may echo what the client sent (an unknown action, an unknown field's name): never a key.
  */
 export function errorEnvelope(err: ServiceError, requestId: string): ErrorEnvelopeBody {

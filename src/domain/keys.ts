@@ -12,7 +12,7 @@ const CHECKSUM_LENGTH = 6;
 export const KEY_LENGTH = KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH; // 58
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_SHAPE = /^svc_live_[0-9A-Za-z]{49}$/;
-/** What a secret scanner looks for (PRODUCT §1): a whole key. */
+/** What a secret scanner looks for (docs/product.md §1): a whole key. */
 export const KEY_PATTERN_SOURCE = String.raw`\bsvc_live_[0-9A-Za-z]{49}\b`;
 
 /*

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** ISO 8601 in UTC with a trailing Z, fractional seconds allowed (PRODUCT §3). */
+/** ISO 8601 in UTC with a trailing Z, fractional seconds allowed (docs/product.md §3). */
 const UTC_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?Z$/;
 
 /** Parses a UTC timestamp, or returns null for any other form or an impossible date (2026-02-30, 25:00). */

@@ -5,7 +5,7 @@ import { CONTRACT_EVENT_TYPES, type ContractEventType } from './commands/registr
 export type { ContractEventType };
 import { isStorableText, StoredText } from './text.js';
 
-/** Outgoing webhooks (PRODUCT §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
+/** Outgoing webhooks (docs/product.md §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
 
 /**
  * Events about the shop's API keys rather than a contract: `api_key.leaked`, a key reported found in public and
@@ -116,7 +116,7 @@ export const messageId = (deliveryId: string): string => `msg_${deliveryId}`;
 
 /**
  * When each attempt is made, after the first (at once): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h; then
- * the delivery has failed. (The schedule of PRODUCT §10, which is Svix's.)
+ * the delivery has failed. (The schedule of docs/product.md §10, which is Svix's.)
  */
 export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
 export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;

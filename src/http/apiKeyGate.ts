@@ -87,7 +87,7 @@ export type ApiKeyGate = {
 };
 
 /**
- * Every request to a key-authenticated route (the API and MCP) passes one gate, in the order of PRODUCT §2: key
+ * Every request to a key-authenticated route (the API and MCP) passes one gate, in the order of docs/product.md §2: key
  * syntax and checksum (no I/O) → the key's state (unknown or revoked → 401) → the shop's plan (→ 403) → may the key
  * do this (a read-only key and a change → 403) → the shop's rate limit → the operation, which receives the caller
  * ({ shop, actor, access }). It runs in onRequest, before the body is read or any input validated: an

@@ -12,7 +12,7 @@ import { mentionsKey } from '../domain/keys.js';
 export const keyInUrl = (): ServiceError =>
   new ServiceError('key_in_url', 'An API key must never be sent in a URL. Send it only in the Authorization header, and revoke this key: it may have been exposed.');
 
-/** The envelope of every error on every surface (PRODUCT §4). */
+/** The envelope of every error on every surface (docs/product.md §4). */
 export const ErrorEnvelope = z
   .object({
     error: z.object({

@@ -145,7 +145,7 @@ function bareMessage(err: McpError): string {
 
 /** A protocol error (an unknown tool); anything else is reported and answered with nothing in it. */
 function rpcError(err: unknown, exchange: Exchange): RpcError {
-  // Its message may echo what the client sent (a tool's name): never a key, as in every error (PRODUCT §4).
+  // Its message may echo what the client sent (a tool's name): never a key, as in every error (docs/product.md §4).
   if (err instanceof McpError) return { code: err.code, message: scrubKeys(bareMessage(err)), ...(err.data !== undefined && { data: err.data }) };
   exchange.toServiceError(err);
   return { code: ErrorCode.InternalError, message: 'Internal error' };

@@ -24,7 +24,7 @@ function wantsEventStream(accept: string | undefined): boolean {
 
 /**
  * An HTTP POST whose JSON is not a message the server can take: 400 in the service's envelope, like every HTTP-level
- * error (PRODUCT §4). An MCP client reads a non-2xx answer as a transport error and shows its text.
+ * error (docs/product.md §4). An MCP client reads a non-2xx answer as a transport error and shows its text.
  */
 function notJsonRpc(message: string): ServiceError {
   return new ServiceError('invalid_request', `Invalid MCP request: ${message}`);

@@ -43,7 +43,7 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * The first checks of PRODUCT §2, without I/O: a bearer token of the key's shape with a valid checksum. Returns the
+ * The first checks of docs/product.md §2, without I/O: a bearer token of the key's shape with a valid checksum. Returns the
  * key's digest, or the refusal.
  */
 export function presentedKeyDigest(authorization: string | undefined): string | AuthError {
@@ -54,7 +54,7 @@ export function presentedKeyDigest(authorization: string | undefined): string | 
 }
 
 /**
- * A key's state as the database has it now (none: no such key): throws the refusal PRODUCT §2 gives (unknown or
+ * A key's state as the database has it now (none: no such key): throws the refusal docs/product.md §2 gives (unknown or
  * revoked → 401, no API access → 403).
  */
 export function assertKeyUsable(ctx: ServiceContext, state: KeyState | undefined | null): void {
@@ -141,7 +141,7 @@ export async function lookupKey({
 }
 
 /**
- * Checks, in the order PRODUCT §2 fixes: key shape and checksum (no I/O) → lookup by digest (unknown or revoked →
+ * Checks, in the order docs/product.md §2 fixes: key shape and checksum (no I/O) → lookup by digest (unknown or revoked →
  * 401) → the shop's plan (→ 403). Without a cache: every call reads the database.
  */
 export async function authenticateApiKey({ ctx, input }: ServiceCall<{ authorization: string | undefined }>): Promise<KnownKey> {

@@ -14,7 +14,7 @@ import type { KeyAccess } from '../domain/resources.js';
  */
 export type Caller = { readonly shopId: string; readonly actor: Actor; readonly access: KeyAccess };
 
-/** For the services that change data: a read-only key gets 403 insufficient_scope (PRODUCT §1). */
+/** For the services that change data: a read-only key gets 403 insufficient_scope (docs/product.md §1). */
 export function assertMayChange(caller: { access: KeyAccess }): void {
   if (caller.access !== 'read_write') {
     throw new ServiceError('insufficient_scope', 'This API key is read-only: it can read contracts and events but not change them. Use a read-write key.');

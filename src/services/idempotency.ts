@@ -6,7 +6,7 @@ import type { IdempotencyRecord } from '../db/contractWrites.js';
 import type { ServiceCall } from './context.js';
 
 /**
- * The life of an Idempotency-Key (PRODUCT §4), all of it in this module: claim → the operation runs → its outcome is
+ * The life of an Idempotency-Key (docs/product.md §4), all of it in this module: claim → the operation runs → its outcome is
  * kept for 24 h, or the key is released (a 5xx: nothing is kept, so a retry can succeed). Rows live in the database,
  * so the rules hold across instances, and the claim is one INSERT … ON CONFLICT statement, so of two concurrent
  * requests with one key exactly one executes.

@@ -32,7 +32,7 @@ const invalidSession = () =>
   new ServiceError('unauthorized', 'The session token is missing, invalid or expired. Reload the app from the shop admin, or open a new admin link.');
 
 /**
- * Verifies a platform session token (PRODUCT §6): HS256 with the app secret, `aud` = app key, `exp`/`nbf` against
+ * Verifies a platform session token (docs/product.md §6): HS256 with the app secret, `aud` = app key, `exp`/`nbf` against
  * the clock, `dest` = https://{shop} and `iss` = https://{shop}/admin for a valid shop domain. Returns the shop.
  */
 export async function verifySessionToken(

@@ -10,7 +10,7 @@ import { assertMayChange, type Caller } from './caller.js';
 import type { ServiceCall } from './context.js';
 import { endpointRow } from './webhookEndpoints.js';
 
-/** The delivery log of an endpoint, resending, and test events (PRODUCT §10). */
+/** The delivery log of an endpoint, resending, and test events (docs/product.md §10). */
 
 /** `idle`: its endpoint is disabled (no attempt is planned, whatever the row says). */
 function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[], idle = false): WebhookDelivery {

@@ -15,7 +15,7 @@ import { assertMayChange, type Caller } from './caller.js';
 import type { ServiceCall, ServiceContext } from './context.js';
 
 /**
- * A shop's webhook endpoints (PRODUCT §10), the same for the admin screen and the public API. One resource's verbs in
+ * A shop's webhook endpoints (docs/product.md §10), the same for the admin screen and the public API. One resource's verbs in
  * one file: each is a few lines over the same row and rules. Every query is scoped to the caller's shop; a change
  * needs a read-write caller.
  */

@@ -22,7 +22,7 @@ const MAX_RESPONSE_BYTES = 4096;
 const agents = keptAliveAgents();
 
 /**
- * POSTs one delivery (PRODUCT §10): success is a 2xx within 15 s; a redirect is not followed (it is a failure); at
+ * POSTs one delivery (docs/product.md §10): success is a 2xx within 15 s; a redirect is not followed (it is a failure); at
  * most 4 KB of the response is read. The address guard runs at connect time, after DNS. Never throws: every outcome
  * is an AttemptResult, and its error text never holds the body or a secret.
  */

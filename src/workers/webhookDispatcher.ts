@@ -71,7 +71,7 @@ function signed(d: ClaimedDelivery, signedAt: Date, body: string): { body: strin
   return { body, headers: { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)), 'webhook-signature': signature } };
 }
 
-/** What follows an attempt (PRODUCT §10): success on a 2xx; 410 gives up and disables; else the retry schedule. */
+/** What follows an attempt (docs/product.md §10): success on a 2xx; 410 gives up and disables; else the retry schedule. */
 export function outcomeOf(d: ClaimedDelivery, r: AttemptResult, now: Date, random: () => number = Math.random): AttemptOutcome {
   const base = { deliveryId: d.id, endpointId: d.endpointId, at: now, statusCode: r.statusCode, durationMs: r.durationMs, error: r.error, responseBody: r.responseBody };
   if (r.statusCode !== null && r.statusCode >= 200 && r.statusCode < 300) return { ...base, next: 'succeeded', nextAttemptAt: null, gone: false };
@@ -83,7 +83,7 @@ export function outcomeOf(d: ClaimedDelivery, r: AttemptResult, now: Date, rando
 }
 
 /**
- * Sends the outbox (PRODUCT §10). Each round claims due deliveries in batches (SKIP LOCKED: any number of instances,
+ * Sends the outbox (docs/product.md §10). Each round claims due deliveries in batches (SKIP LOCKED: any number of instances,
  * no delivery claimed twice; in order per contract and endpoint), sends them concurrently, and records every attempt
  * and what follows in one transaction per batch. It wakes at once when deliveries are written (LISTEN on the
  * outbox's channel) and on its interval otherwise. At least once: a claim is a lease, so a delivery whose instance

@@ -2,7 +2,7 @@
 export type WorkerLog = { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 
 /**
- * A piece of background work (PRODUCT §8: nothing correctness needs lives in one process, so every worker may run
+ * A piece of background work (docs/product.md §8: nothing correctness needs lives in one process, so every worker may run
  * on any number of instances at once): a public `tick()` that does one round of the work, and a loop that runs it at
  * once on start (catching up on what a stopped process missed) and then every `intervalMs`, never two rounds at a
  * time. Time inside a round comes from the service context's injected clock: tests move the clock and call tick()

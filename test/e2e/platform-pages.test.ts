@@ -7,7 +7,7 @@ import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, typ
 import { expectNoClippedTables } from './clipping.js';
 
 /**
- * The admin screens in platform mode (PRODUCT §9), against the platform's stand-in: the install's import on the
+ * The admin screens in platform mode (docs/product.md §9), against the platform's stand-in: the install's import on the
  * Contracts page, changes made on the platform in a contract's history, and "Upgrade to Enterprise" through the
  * platform's confirmation page and back. The stand-in listens on 127.0.0.1 too, so its page is reachable; anything
  * else leaving the machine is aborted and fails the test.

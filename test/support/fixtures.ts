@@ -25,7 +25,7 @@ export async function setContract(t: TestApp, id: string, patch: Partial<Contrac
   await t.ctx.db.orm.update(contracts).set(patch).where(eq(contracts.id, id));
 }
 
-/** Inserts one contract with known values (the PRODUCT §3 example unless overridden). */
+/** Inserts one contract with known values (the docs/product.md §3 example unless overridden). */
 type NewContract = Omit<Partial<typeof contracts.$inferInsert>, 'lines'> & { lines?: (Omit<Line, 'id'> & { id?: string })[] };
 
 export async function insertContract(t: TestApp, shopId: string, over: NewContract = {}): Promise<ContractRow> {
@@ -70,7 +70,7 @@ export async function eventRows(t: TestApp, id: string): Promise<ContractEventRo
 
 type Res = { statusCode: number; headers: Record<string, unknown>; json(): any };
 
-/** Asserts the error envelope of PRODUCT §4, with the X-Request-Id header equal to error.requestId. */
+/** Asserts the error envelope of docs/product.md §4, with the X-Request-Id header equal to error.requestId. */
 export function expectError(res: Res, status: number, code: string): { code: string; message: string; requestId: string; details?: { path: string; message: string }[] } {
   expect({ status: res.statusCode, body: res.json() }).toMatchObject({ status, body: { error: { code } } });
   const body = res.json();

@@ -8,7 +8,7 @@ import { startStandIn, type RunningStandIn } from './shopify/index.js';
 import type { StandInOptions } from './shopify/options.js';
 
 /**
- * svc in platform mode against the stand-in (PRODUCT §9): one clock for both, svc listening for real so the
+ * svc in platform mode against the stand-in (docs/product.md §9): one clock for both, svc listening for real so the
  * stand-in's webhooks reach it, and helpers to install a shop and let the webhooks be processed.
  */
 export type PlatformHarness = {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fingerprintOf, isWellFormedKey, KEY_LENGTH, KEY_PATTERN_SOURCE, keyDigest, newRawKey } from '../../src/domain/keys.js';
 
-/** The key format of PRODUCT §1, checked against computations written here from the spec, not from src/. */
+/** The key format of docs/product.md §1, checked against computations written here from the spec, not from src/. */
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -28,7 +28,7 @@ function fromBase62(s: string): bigint {
 
 const bytesToBigInt = (b: Buffer) => b.reduce((acc, byte) => (acc << 8n) | BigInt(byte), 0n);
 
-describe('API key format (PRODUCT §1)', () => {
+describe('API key format (docs/product.md §1)', () => {
   it('the reference CRC-32 agrees with the standard check value', () => {
     expect(crc32Reference(Buffer.from('123456789', 'ascii'))).toBe(0xcbf43926);
   });

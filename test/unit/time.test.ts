@@ -75,7 +75,7 @@ describe('nextBillingAfter (resume moves a past date forward by whole intervals)
   });
 });
 
-describe('apiAccess (PRODUCT §2)', () => {
+describe('apiAccess (docs/product.md §2)', () => {
   const now = d('2026-11-22T10:00:00Z');
   it('enterprise has access; others only in the free period, which ends at its moment', () => {
     expect(apiAccess('enterprise', now, null)).toEqual({ allowed: true, reason: 'enterprise', freePeriodEndsAt: null });

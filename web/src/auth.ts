@@ -1,5 +1,5 @@
 /**
- * Where the admin session token comes from (PRODUCT §6).
+ * Where the admin session token comes from (docs/product.md §6).
  * Embedded: the server put <meta name="shopify-api-key"> and App Bridge's script into the page; App Bridge hands out
  * fresh tokens with shopify.idToken(). Standalone: `svc admin-link <shop>` prints /admin#token=…; the fragment never
  * reaches a server or a Referer header. The token is kept in sessionStorage (this tab only) so a reload keeps working,

@@ -1,7 +1,7 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { ContractEvent, SubscriptionContract } from './client.js';
 
-/** What svc sends (PRODUCT §10): a contract event and the contract after it. */
+/** What svc sends (docs/product.md §10): a contract event and the contract after it. */
 export type WebhookEvent = {
   type: string;
   timestamp: string;

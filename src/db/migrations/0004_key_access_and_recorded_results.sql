@@ -1,4 +1,4 @@
--- Read-only keys (PRODUCT §1 access): chosen at generation, fixed for the key's life.
+-- Read-only keys (docs/product.md §1 access): chosen at generation, fixed for the key's life.
 ALTER TABLE api_keys ADD COLUMN access text NOT NULL DEFAULT 'read_write' CHECK (access IN ('read_write', 'read_only'));
 
 -- An Idempotency-Key answered by a contract change keeps the change's result (the contract after it), recorded in
@@ -10,7 +10,7 @@ ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_completed;
 ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_completed
   CHECK (state = 'in_progress' OR (status_code IS NOT NULL AND (response_body IS NOT NULL OR result IS NOT NULL)));
 
--- Events learnt from the platform (PRODUCT §3, §9) have actor "platform".
+-- Events learnt from the platform (docs/product.md §3, §9) have actor "platform".
 ALTER TABLE contract_events DROP CONSTRAINT contract_events_actor_type_check;
 ALTER TABLE contract_events ADD CONSTRAINT contract_events_actor_type_check
   CHECK (actor_type IN ('api_key', 'mcp', 'admin', 'scheduler', 'platform'));

@@ -2,7 +2,7 @@
 -- per-contract version a webhook carries only grows.
 ALTER TABLE contract_events ADD COLUMN contract_version integer;
 
--- Outgoing webhooks (PRODUCT §10). An endpoint of a shop, at most 10 per shop.
+-- Outgoing webhooks (docs/product.md §10). An endpoint of a shop, at most 10 per shop.
 CREATE TABLE webhook_endpoints (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   shop_id bigint NOT NULL REFERENCES shops (id),

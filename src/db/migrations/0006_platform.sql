@@ -1,4 +1,4 @@
--- Platform mode (PRODUCT §9). A shop that uninstalled the app: its keys answer 403 app_not_installed until it
+-- Platform mode (docs/product.md §9). A shop that uninstalled the app: its keys answer 403 app_not_installed until it
 -- reinstalls (null: installed, or standalone).
 ALTER TABLE shops ADD COLUMN uninstalled_at timestamptz(3);
 

@@ -86,7 +86,7 @@ const notBuiltPage = () =>
   `(<code>npm install</code> and <code>npm ci</code> run it too), then reload this page.</p></body></html>`;
 
 /**
- * The admin UI at /admin (PRODUCT §6): hashed assets under /admin/assets/, and every other GET under /admin that is
+ * The admin UI at /admin (docs/product.md §6): hashed assets under /admin/assets/, and every other GET under /admin that is
  * not the admin JSON API answered with the single page, whose router draws the right screen.
  */
 export async function adminUiRoutes(app: FastifyInstance, opts: AdminUiOptions) {

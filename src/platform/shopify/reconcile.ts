@@ -12,7 +12,7 @@ const OVERLAP_MS = 60_000;
 export type SyncReport = { shop: string; checked: number; created: number; changed: number };
 
 /**
- * Reconciliation (PRODUCT §9): re-reads the contracts the platform updated since the last sweep and applies each
+ * Reconciliation (docs/product.md §9): re-reads the contracts the platform updated since the last sweep and applies each
  * through platform sync, so a webhook that never came costs at most one sweep of staleness.
  */
 export class Reconciler {

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * The platform's access and refresh tokens at rest (PRODUCT §9): AES-256-GCM under TOKEN_ENCRYPTION_KEY, a fresh
+ * The platform's access and refresh tokens at rest (docs/product.md §9): AES-256-GCM under TOKEN_ENCRYPTION_KEY, a fresh
  * 12-byte nonce per value, stored as `v1.<nonce>.<tag>.<ciphertext>` (base64url). The shop's id is the associated
  * data, so a token copied onto another shop's row does not decrypt.
  */

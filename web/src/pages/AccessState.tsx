@@ -3,8 +3,8 @@ import type { ShopInfo } from '../api';
 import { formatDate, formatDateTime } from '../format';
 
 /**
- * The shop's API access (PRODUCT §2): Enterprise, the free period with its end, or what "plan required" means. In
- * platform mode the merchant upgrades here (PRODUCT §9); standalone, the operator sets the plan.
+ * The shop's API access (docs/product.md §2): Enterprise, the free period with its end, or what "plan required" means. In
+ * platform mode the merchant upgrades here (docs/product.md §9); standalone, the operator sets the plan.
  */
 export function AccessState({ info, onUpgrade, upgrading = false }: { info: ShopInfo; onUpgrade?: () => void; upgrading?: boolean }) {
   const { plan, apiAccess } = info.shop;

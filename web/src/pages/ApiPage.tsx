@@ -30,7 +30,7 @@ import { UpgradeReturnBanner, useUpgrade, useUpgradeReturn } from './Upgrade';
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 const withCount = (keys: ApiKey[]): KeyList => ({ keys, activeCount: keys.filter((k) => k.status === 'active').length });
 
-/** Settings → API: access state (and, in platform mode, the upgrade), the keys and their limit, generate and revoke (PRODUCT §6, §9). */
+/** Settings → API: access state (and, in platform mode, the upgrade), the keys and their limit, generate and revoke (docs/product.md §6, §9). */
 export function ApiPage() {
   const { api } = useAdminApi();
   const [shop, setShop] = useState<ShopInfo | null>(null);

@@ -21,7 +21,7 @@ export type ImportState = {
 };
 
 /**
- * Platform mode (PRODUCT §9): the install imports every contract of the shop, which can take minutes for a large
+ * Platform mode (docs/product.md §9): the install imports every contract of the shop, which can take minutes for a large
  * store. Polls the shop's import progress until it completes; once completed, nothing more is asked.
  */
 export function useImportProgress(): ImportState {

@@ -11,7 +11,7 @@ type Props = {
   onClose: (revoked: ApiKey | null) => void;
 };
 
-/** Revocation is immediate and final (PRODUCT §1), so the dialog names the key and says what stops working. */
+/** Revocation is immediate and final (docs/product.md §1), so the dialog names the key and says what stops working. */
 export function RevokeKeyModal({ target, activator, onClose }: Props) {
   const { api } = useAdminApi();
   const [saving, setSaving] = useState(false);

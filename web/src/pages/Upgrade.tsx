@@ -15,7 +15,7 @@ export function openTopLevel(url: string): void {
 }
 
 /**
- * "Upgrade to Enterprise" (PRODUCT §9): the server creates the app subscription on the platform and answers the
+ * "Upgrade to Enterprise" (docs/product.md §9): the server creates the app subscription on the platform and answers the
  * page where the merchant approves it. The button stays busy after that, while the window leaves for that page.
  */
 export function useUpgrade() {

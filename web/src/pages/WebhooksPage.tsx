@@ -24,7 +24,7 @@ import { WebhookEndpointModal } from './WebhookEndpointModal';
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
-/** Settings → Webhooks: where svc tells the merchant's backend what changed (PRODUCT §10). */
+/** Settings → Webhooks: where svc tells the merchant's backend what changed (docs/product.md §10). */
 export function WebhooksPage() {
   const { api } = useAdminApi();
   const [endpoints, setEndpoints] = useState<WebhookEndpoint[] | null>(null);

@@ -33,7 +33,7 @@ const servicesReadTheBody = (route: { httpPart?: string }) =>
   route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never);
 
 /**
- * The public API's webhook endpoints (PRODUCT §10): thin adapters over the same services as the admin screen. A
+ * The public API's webhook endpoints (docs/product.md §10): thin adapters over the same services as the admin screen. A
  * read-only key may list and read them and their deliveries; every change needs a read-write key.
  */
 export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
