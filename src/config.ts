@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { GITHUB_SECRET_SCANNING_KEYS_URL } from './domain/secretScanning.js';
 import { parseUtcTimestamp } from './domain/time.js';
+import { durationMs } from './domain/billing.js';
 
 // 0 lets the OS pick a free port (several instances on one host, tests); the bound address is logged at start.
 const port = z.coerce.number().int().min(0).max(65535);
@@ -63,6 +64,14 @@ export const ConfigSchema = z.object({
   SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
   // How often reconciliation re-reads the contracts updated since its last sweep (PRODUCT §9: 15 minutes).
   PLATFORM_SYNC_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
+  // Renewals: bill ACTIVE contracts on their next billing date (off: nothing is billed by this instance); a cycle
+  // later than BILLING_MAX_LATE (an ISO 8601 duration) is recorded as missed instead; attempts in flight per process.
+  BILLING: z.enum(['on', 'off']).default('on'),
+  BILLING_MAX_LATE: z
+    .string()
+    .refine((v) => (durationMs(v) ?? 0) >= 60_000, { message: 'must be an ISO 8601 duration of at least a minute, e.g. P3D or PT12H' })
+    .default('P3D'),
+  BILLING_CONCURRENCY: positiveInt.max(10_000).default(64),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Where GitHub's secret scanning publishes the public keys its reports are signed with (POST /secret-scanning/github).
@@ -105,7 +114,11 @@ export type Config = {
   /** GITHUB_SECRET_SCANNING_KEYS_URL: the public keys GitHub signs its leaked-key reports with. */
   secretScanningKeysUrl: string;
   requestLog: boolean;
+  billing: BillingConfig;
 };
+
+/** Renewals: whether this instance bills, how late a cycle may be billed, and how many attempts it has in flight. */
+export type BillingConfig = { enabled: boolean; maxLateMs: number; concurrency: number };
 
 /** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
 export type PlatformConfig = { kind: 'standalone' } | ShopifyConfig;
@@ -179,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platform,
     secretScanningKeysUrl: e.GITHUB_SECRET_SCANNING_KEYS_URL,
     requestLog: e.REQUEST_LOG === 'on',
+    billing: { enabled: e.BILLING === 'on', maxLateMs: durationMs(e.BILLING_MAX_LATE)!, concurrency: e.BILLING_CONCURRENCY },
   };
 }
 

@@ -8,7 +8,7 @@ import { createLogger, scrubSecrets } from './http/logging.js';
  * PostgreSQL takes seconds, and so does loading these modules; the two overlap).
  */
 async function serverModules() {
-  const [app, rateLimitStore, context, sessionTokens, workers, load, addressGuard, shopify, secretScanning] = await Promise.all([
+  const [app, rateLimitStore, context, sessionTokens, workers, load, addressGuard, shopify, secretScanning, testGateway, billingOutcome] = await Promise.all([
     import('./app.js'),
     import('./http/rateLimitStore.js'),
     import('./services/context.js'),
@@ -18,8 +18,10 @@ async function serverModules() {
     import('./webhooks/addressGuard.js'),
     import('./platform/shopify/index.js'),
     import('./services/secretScanningKeys.js'),
+    import('./services/testGateway.js'),
+    import('./services/recordBillingOutcome.js'),
   ]);
-  return { ...app, ...rateLimitStore, ...context, ...sessionTokens, ...workers, ...load, ...addressGuard, ...shopify, ...secretScanning };
+  return { ...app, ...rateLimitStore, ...context, ...sessionTokens, ...workers, ...load, ...addressGuard, ...shopify, ...secretScanning, ...testGateway, ...billingOutcome };
 }
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
@@ -70,6 +72,8 @@ async function main(): Promise<void> {
     systemResolve,
     shopifyPlatform,
     SecretScanningKeys,
+    TestGateway,
+    recordBillingOutcome,
   } = await loading;
   // Platform mode: the port calls the platform first; the rest (install, webhooks in, reconciliation) follows.
   const platform = config.platform.kind === 'shopify' ? shopifyPlatform({ db: database.db, clock: systemClock }, config.platform) : null;
@@ -82,6 +86,12 @@ async function main(): Promise<void> {
     platform: platform?.port,
   });
   const shopify = platform?.attach(ctx, { publicUrl: config.publicUrl, log });
+  // Renewals: in standalone mode payments go through the built-in test gateway. (Platform mode's billing attempts
+  // are the platform's: wired by the platform billing work; until then platform mode does not bill.)
+  if (config.billing.enabled && config.platform.kind === 'standalone') {
+    const gateway = new TestGateway({ db: database.db, record: (report) => recordBillingOutcome(ctx, report), warn: (o, m) => log.warn(o, m) });
+    ctx.billing = { gateway, maxLateMs: config.billing.maxLateMs };
+  }
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
   const load = new RequestLoad();
   const workers = createWorkers(ctx, {
@@ -91,6 +101,7 @@ async function main(): Promise<void> {
     load,
     log,
     shopify: shopify && config.platform.kind === 'shopify' ? { services: shopify, syncIntervalMs: config.platform.syncIntervalMs } : undefined,
+    billing: { intervalMs: config.schedulerIntervalMs, maxLateMs: config.billing.maxLateMs, concurrency: config.billing.concurrency },
   });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({
@@ -100,7 +111,13 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     adminUi: { shopifyApiKey: config.shopifyApiKey },
     rateLimit: { perMinute: config.rateLimitPerMinute, authFailuresPerMinute: config.authFailureLimitPerMinute, ...limits },
-    metrics: { token: config.metricsToken, schedulerStats: () => workers.resumeSweep.stats, webhookStats: () => workers.webhookDispatcher.stats, processMetrics: true },
+    metrics: {
+      token: config.metricsToken,
+      schedulerStats: () => workers.resumeSweep.stats,
+      webhookStats: () => workers.webhookDispatcher.stats,
+      billingStats: workers.billing ? () => workers.billing!.stats : undefined,
+      processMetrics: true,
+    },
     trustProxy: config.trustProxy,
     clientLimits: { requestBodyTimeoutMs: config.requestBodyTimeoutMs, maxConnectionsPerIp: config.maxConnectionsPerIp },
     load,

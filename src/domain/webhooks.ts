@@ -38,6 +38,11 @@ const TEST_TRANSITIONS: Record<ContractEventType, readonly [from: Status | null,
   'contract.created': [null, 'ACTIVE'],
   'contract.expired': ['ACTIVE', 'EXPIRED'],
   'contract.failed': ['ACTIVE', 'FAILED'],
+  'billing.attempted': ['ACTIVE', 'ACTIVE'],
+  'billing.succeeded': ['ACTIVE', 'ACTIVE'],
+  'billing.failed': ['ACTIVE', 'ACTIVE'],
+  'billing.action_required': ['ACTIVE', 'ACTIVE'],
+  'billing.missed': ['ACTIVE', 'ACTIVE'],
 };
 
 /**
