@@ -5,7 +5,7 @@ import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
-import { PlatformInboxWorker, ReconcileWorker } from './platform.js';
+import { PendingAttemptsWorker, PlatformInboxWorker, ReconcileWorker } from './platform.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
 
@@ -32,13 +32,15 @@ export function createWorkers(
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : [])];
+  const pendingAttempts = opts.shopify ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
+  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : []), ...(pendingAttempts ? [pendingAttempts] : [])];
   return {
     resumeSweep,
     idempotencyCleanup,
     webhookDispatcher,
     platformInbox,
     reconcile,
+    pendingAttempts,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
   };

@@ -12,7 +12,8 @@ import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer } from '../../services/privacy.js';
 import { applyShopRedact, applyUninstall, type UninstallDeps } from './uninstallConfirmation.js';
-import { checkWebhookBody, CONFIRMED_TOPICS, receiptDigest } from './webhookChecks.js';
+import { applyAttemptWebhook } from './billing.js';
+import { BILLING_ATTEMPT_TOPICS, checkWebhookBody, CONFIRMED_TOPICS, receiptDigest } from './webhookChecks.js';
 
 export { INBOX_BATCH } from '../../services/webhookInbox.js';
 
@@ -103,8 +104,12 @@ function storableTime(value: string): Date | null {
 
 type Signal = Pick<Delivery, 'topic' | 'payload'>;
 
-/** A topic whose work reconciliation also does (it reads every contract changed since its last sweep). */
-const isContractSignal = (topic: string) => topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/');
+/**
+ * A topic whose work something else redoes: reconciliation reads every contract changed since its last sweep, and the
+ * billing poller reads every attempt still pending after ten minutes.
+ */
+const isContractSignal = (topic: string) =>
+  topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/') || BILLING_ATTEMPT_TOPICS.includes(topic);
 
 /** The contract a signal is about, or null for any other topic. */
 function contractOf(w: Signal): string | null {
@@ -164,6 +169,12 @@ export class ShopifyInboxAdapter implements InboxAdapter {
         if (shop.uninstalledAt) return { topic, outcome: 'ignored' };
         await this.installer.refreshPlan(shop);
         return { topic, outcome: 'done' };
+      case 'subscription_billing_attempts/success':
+      case 'subscription_billing_attempts/failure':
+      case 'subscription_billing_attempts/challenged':
+        // An uninstalled shop is billed no more, and its token is gone: the attempt cannot be read.
+        if (shop.uninstalledAt) return { topic, outcome: 'ignored' };
+        return { topic, outcome: await applyAttemptWebhook(this.ctx, this.admin, shop, p) };
       case 'bulk_operations/finish':
         this.installer.bulkFinished(shop.id);
         return { topic, outcome: 'done' };
