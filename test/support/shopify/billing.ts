@@ -20,7 +20,8 @@ import { dt } from './views.js';
  *   becomes `SubscriptionBillingAttemptActionRequiredState` with no webhook until the buyer comes back
  *   (`buyerReturns`), which sends `…/challenged` (the platform sends it only then:
  *   https://help.shopify.com/en/manual/shopify-flow/reference/triggers/subscription-billing-attempt-challenged).
- * - Settling does not change the contract (no new revision): the next billing date is the app's to set.
+ * - Settling does not change the contract (no new revision): the next billing date is the app's to set. It makes the
+ *   cycle BILLED (a success) or leaves it UNBILLED (a failure), so a failed cycle can still be skipped.
  * Late, repeated or lost webhooks come from the webhook faults (`webhooks.fault({ mode: 'delay' | 'twice' | 'drop' },
  * { topic: 'subscription_billing_attempts/success' })`).
  */
@@ -228,7 +229,10 @@ export class StandInBilling {
       this.orderNumbers.set(a.shop, number);
       const currencyCode = contract?.currencyCode ?? shop.currencyCode;
       a.state = { kind: 'success', order: { id: this.deps.nextId(), name: `#${number}`, amount: contract ? linesTotal(contract) : '0.00', currencyCode } };
-      if (contract) contract.lastPaymentStatus = 'SUCCEEDED';
+      if (contract) {
+        contract.lastPaymentStatus = 'SUCCEEDED';
+        (contract.cycleBilling ??= new Map()).set(a.cycleIndex, 'billed');
+      }
       this.deps.emit(shop, 'subscription_billing_attempts/success', this.payload(a));
       return;
     }
@@ -236,6 +240,7 @@ export class StandInBilling {
     a.state = { kind: 'failed', type, code: o.code, message: o.message ?? o.code.toLowerCase().replaceAll('_', ' ') };
     if (contract) {
       contract.lastPaymentStatus = 'FAILED';
+      if (contract.cycleBilling?.get(a.cycleIndex) !== 'billed') (contract.cycleBilling ??= new Map()).set(a.cycleIndex, 'failed');
       contract.lastBillingAttemptErrorType = type === 'inventory' ? 'INVENTORY_ERROR' : type === 'payment' ? 'PAYMENT_ERROR' : type === 'general' ? 'CUSTOMER_ERROR' : 'OTHER';
     }
     this.deps.emit(shop, 'subscription_billing_attempts/failure', this.payload(a));
