@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BILLING_ATTEMPTS, CREATE_BILLING_ATTEMPT, SUBSCRIBE } from '../src/platform/shopify/documents.js';
 import { startReceiver } from './support/receiver.js';
 import { accessTokenFor, adminGraphql } from './support/shopify/client.js';
-import { startStandIn, type RunningStandIn } from './support/shopify/index.js';
+import { adminSchema, startStandIn, type RunningStandIn } from './support/shopify/index.js';
 
 /** The stand-in's billing attempts, spoken to as svc speaks to the platform (the documents svc sends). */
 
@@ -19,6 +19,8 @@ const gql = (query: string, variables?: Record<string, unknown>) => adminGraphql
 const TOPICS = ['SUBSCRIPTION_BILLING_ATTEMPTS_SUCCESS', 'SUBSCRIPTION_BILLING_ATTEMPTS_FAILURE', 'SUBSCRIPTION_BILLING_ATTEMPTS_CHALLENGED'];
 
 beforeAll(async () => {
+  // The schema is built once, before any request waits on it (seconds on a busy machine).
+  adminSchema();
   receiver = await startReceiver();
   standIn = await startStandIn({ ...APP, clock });
 });
