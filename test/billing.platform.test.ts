@@ -14,7 +14,6 @@ import { startPlatform, type PlatformHarness } from './support/platform.js';
  */
 
 let p: PlatformHarness;
-let worker: BillingWorker;
 let poller: PendingAttemptsWorker;
 const CYCLE = '2026-11-01T09:00:00.000Z';
 const DAY = 86_400_000;
@@ -23,7 +22,6 @@ beforeAll(async () => {
   p = await startPlatform({ timeoutMs: 3000 });
   p.clock.set('2026-11-01T09:00:30.000Z');
   p.t.ctx.billing = { gateway: p.t.shopify!.billing, maxLateMs: 3 * DAY };
-  worker = new BillingWorker(p.t.ctx, { intervalMs: 1000, maxLateMs: 3 * DAY, concurrency: 8 });
   poller = new PendingAttemptsWorker(p.t.ctx, p.t.shopify!);
 });
 afterAll(async () => {

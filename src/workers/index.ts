@@ -6,6 +6,7 @@ import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
 import { PendingAttemptsWorker, PlatformInboxWorker, ReconcileWorker } from './platform.js';
+import { BillingWorker, type BillingWorkerOptions } from './billing.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
 
@@ -23,6 +24,8 @@ export function createWorkers(
     log?: WorkerLog;
     /** Platform mode: the platform's webhooks are processed, and reconciliation runs every `syncIntervalMs`. */
     shopify?: { services: Shopify; syncIntervalMs: number };
+    /** Renewals (BILLING=on): the billing worker, when the context has a gateway. */
+    billing?: Omit<BillingWorkerOptions, 'log'>;
   },
 ) {
   // Requests come first: while they arrive this fast, the dispatcher gives way (webhookDispatcher.ts).
@@ -32,14 +35,24 @@ export function createWorkers(
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const pendingAttempts = opts.shopify ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : []), ...(pendingAttempts ? [pendingAttempts] : [])];
+  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
+  // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.
+  const pendingAttempts = opts.shopify && billing ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
+  const all = [
+    resumeSweep,
+    idempotencyCleanup,
+    webhookDispatcher,
+    ...(platformInbox && reconcile ? [platformInbox, reconcile] : []),
+    ...(billing ? [billing] : []),
+    ...(pendingAttempts ? [pendingAttempts] : []),
+  ];
   return {
     resumeSweep,
     idempotencyCleanup,
     webhookDispatcher,
     platformInbox,
     reconcile,
+    billing,
     pendingAttempts,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
