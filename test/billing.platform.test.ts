@@ -199,11 +199,14 @@ describe('the cost bucket', () => {
     const shop = await shopWithDueContracts(1);
     const [id] = shop.ids;
     p.standIn.faults.add({ kind: 'hangup' }, { operation: 'subscriptionBillingAttemptCreate', shop: shop.domain, when: 'after' });
+    p.standIn.webhooks.fault({ mode: 'drop' }, { topic: 'subscription_billing_attempts/success', shop: shop.domain });
     await billAndSettle(shop);
-    // Whatever the webhook did meanwhile, svc hands the attempt over again once it has been left unsubmitted.
+    expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['pending']);
+    // Left unsubmitted, it is handed over again: the platform answers the attempt it made, already settled.
     p.clock.advance(60_000);
     await billAndSettle(shop);
     const keys = p.standIn.calls('subscriptionBillingAttemptCreate', shop.domain).map((c) => (c.args.subscriptionBillingAttemptInput as { idempotencyKey: string }).idempotencyKey);
+    expect(keys).toHaveLength(2);
     expect(new Set(keys).size).toBe(1);
     expect(p.standIn.billing.of(shop.domain, id)).toHaveLength(1);
     expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['succeeded']);
