@@ -1,7 +1,8 @@
 /**
  * A billing storm in platform mode: N contracts of one shop fall due at once, and svc bills them all against the
  * stand-in of the platform with a real cost bucket (by default 2,000 points, 1,000 restored per second, the figures
- * of a large shop). svc and the stand-in run in this process, on the test database (PGlite, or TEST_DATABASE_URL),
+ * of a large shop). svc and the stand-in run in this process, on the bench's database (PostgreSQL at DATABASE_URL in
+ * a fresh schema, else embedded PGlite),
  * with svc's billing worker, its webhook inbox and the platform's webhooks as in production; the stand-in settles
  * every attempt as a success at once.
  *
@@ -22,6 +23,7 @@ import { uniqueShop } from '../test/support/app.js';
 import { startPlatform } from '../test/support/platform.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { BillingWorker } from '../src/workers/billing.js';
+import { benchDatabase } from './support.js';
 
 export type BillingStormResult = {
   contracts: number;
@@ -37,7 +39,9 @@ export type BillingStormResult = {
 export async function billingPlatformScenario(opts: { contracts: number; restoreRate?: number; maximumAvailable?: number; concurrency?: number }): Promise<BillingStormResult> {
   const restoreRate = opts.restoreRate ?? 1000;
   const maximumAvailable = opts.maximumAvailable ?? 2000;
-  const p = await startPlatform({ standIn: { bucket: { maximumAvailable, restoreRate }, keepLog: false, webhookTimeoutMs: 30_000 }, timeoutMs: 30_000 });
+  const database = await benchDatabase();
+  const testDatabase = { db: database.db, connectAgain: async () => database.db, observed: async () => database.db, url: null, schema: null, drop: database.cleanup };
+  const p = await startPlatform({ database: testDatabase, standIn: { bucket: { maximumAvailable, restoreRate }, keepLog: false, webhookTimeoutMs: 30_000 }, timeoutMs: 30_000 });
   try {
     const shopify = p.t.shopify!;
     p.t.ctx.billing = { gateway: shopify.billing, maxLateMs: 3 * 86_400_000 };
@@ -65,6 +69,7 @@ export async function billingPlatformScenario(opts: { contracts: number; restore
     let lastOutcomeAt = start.at;
     let settled = 0;
     let outcomeFailures = 0;
+    let traced = 0;
     for (;;) {
       let n = 0;
       try {
@@ -73,6 +78,11 @@ export async function billingPlatformScenario(opts: { contracts: number; restore
         outcomeFailures++;
       }
       const counted = await count(p, shop.id);
+      if (process.env.BENCH_TRACE && Date.now() - traced > 1000) {
+        traced = Date.now();
+        const total = await p.t.ctx.db.withSession((run) => run<{ n: number }>(`SELECT count(*)::int AS n FROM billing_attempts WHERE shop_id = $1`, [shop.id]));
+        console.error(JSON.stringify({ s: Math.round((traced - start.at) / 1000), attempts: total[0].n, created: p.standIn.billing.of(domain).length, ...counted, level: bucket.status().currentlyAvailable }));
+      }
       if (counted.settled > settled) {
         settled = counted.settled;
         lastOutcomeAt = Date.now();
@@ -100,6 +110,8 @@ export async function billingPlatformScenario(opts: { contracts: number; restore
     };
   } finally {
     await p.close();
+    await database.db.close();
+    await database.cleanup();
   }
 }
 

@@ -86,32 +86,70 @@ export async function readAttempts(admin: ShopifyAdmin, shop: ShopRef, ids: stri
   return out;
 }
 
+/** A billing attempt webhook's payload, as far as svc reads it (webhookChecks.ts checked its shape). */
+export type AttemptSignal = { admin_graphql_api_id?: unknown; idempotency_key?: unknown };
+
 /**
- * What a billing attempt webhook tells: the attempt is read from the platform (its `state` is what counts, and what
- * gives the order's name and amount or the challenge's URL, which the payload does not carry) and its outcome
- * recorded. The attempt is found by the payload's idempotency key, which only svc's own attempts have; one svc does
- * not know (another app's) is ignored. Still pending on the platform: thrown, so the inbox tries again shortly.
+ * What a shop's billing attempt webhooks tell: each attempt is read from the platform (its `state` is what counts,
+ * and what gives the order's name and amount or the challenge's URL, which the payload does not carry; one read for
+ * ATTEMPTS_PER_READ attempts) and its outcome recorded, the outcomes together (the change path commits them as one
+ * group). An attempt is found by the payload's idempotency key, which only svc's own attempts have; one svc does not
+ * know (another app's) is ignored, and so is a repeat within the batch. Answers the failure of each signal that
+ * failed; an attempt the platform still reports pending is one, so the inbox looks again shortly.
  */
-export async function applyAttemptWebhook(
+export async function applyAttemptSignals<S extends { payload: AttemptSignal }>(
   ctx: ServiceContext,
   admin: ShopifyAdmin,
   shop: ShopRef,
-  payload: { admin_graphql_api_id?: unknown; idempotency_key?: unknown },
-): Promise<'done' | 'ignored'> {
-  if (typeof payload.admin_graphql_api_id !== 'string' || typeof payload.idempotency_key !== 'string') return 'ignored';
-  const attemptId = await attemptByKey(ctx.db, shop.id, payload.idempotency_key);
-  if (!attemptId) return 'ignored';
-  const [attempt] = await readAttempts(admin, shop, [payload.admin_graphql_api_id]);
-  if (!attempt || attempt.idempotencyKey !== payload.idempotency_key) return 'ignored';
-  const outcome = outcomeOf(attempt);
-  if (!outcome) throw new ServiceError('platform_unavailable', 'The platform still reports the billing attempt as pending.');
-  await recordBillingOutcome(ctx, { shopId: shop.id, attemptId, outcome });
-  return 'done';
+  signals: S[],
+): Promise<Map<S, unknown>> {
+  const failures = new Map<S, unknown>();
+  const valid = signals.filter((s) => typeof s.payload.admin_graphql_api_id === 'string' && typeof s.payload.idempotency_key === 'string');
+  if (!valid.length) return failures;
+  const keys = [...new Set(valid.map((s) => s.payload.idempotency_key as string))];
+  const ours = await attemptsByKey(ctx.db, shop.id, keys);
+  // One signal per attempt svc knows (the rest are repeats, or another app's).
+  const byGid = new Map<string, { attemptId: string; key: string; signals: S[] }>();
+  for (const s of valid) {
+    const attemptId = ours.get(s.payload.idempotency_key as string);
+    if (!attemptId) continue;
+    const gid = s.payload.admin_graphql_api_id as string;
+    const entry = byGid.get(gid) ?? { attemptId, key: s.payload.idempotency_key as string, signals: [] };
+    entry.signals.push(s);
+    byGid.set(gid, entry);
+  }
+  if (!byGid.size) return failures;
+  const failAll = (list: S[], err: unknown) => list.forEach((s) => failures.set(s, err));
+  let read: PlatformAttempt[];
+  try {
+    read = await readAttempts(admin, shop, [...byGid.keys()]);
+  } catch (err) {
+    failAll([...byGid.values()].flatMap((e) => e.signals), err);
+    return failures;
+  }
+  const found = new Map(read.map((a) => [a.id, a]));
+  await Promise.all(
+    [...byGid].map(async ([gid, entry]) => {
+      const attempt = found.get(gid);
+      // Not the platform's (any more), or not the attempt the key names: nothing svc can take from it.
+      if (!attempt || attempt.idempotencyKey !== entry.key) return;
+      const outcome = outcomeOf(attempt);
+      if (!outcome) return failAll(entry.signals, new ServiceError('platform_unavailable', 'The platform still reports the billing attempt as pending.'));
+      try {
+        await recordBillingOutcome(ctx, { shopId: shop.id, attemptId: entry.attemptId, outcome });
+      } catch (err) {
+        failAll(entry.signals, err);
+      }
+    }),
+  );
+  return failures;
 }
 
-async function attemptByKey(db: Database, shopId: string, key: string): Promise<string | null> {
-  const rows = await db.withSession((run) => run<{ id: string }>(`SELECT id::text AS id FROM billing_attempts WHERE shop_id = $1 AND idempotency_key = $2`, [shopId, key]));
-  return rows[0]?.id ?? null;
+async function attemptsByKey(db: Database, shopId: string, keys: string[]): Promise<Map<string, string>> {
+  const rows = await db.withSession((run) =>
+    run<{ id: string; key: string }>(`SELECT id::text AS id, idempotency_key AS key FROM billing_attempts WHERE shop_id = $1 AND idempotency_key = ANY($2::text[])`, [shopId, keys]),
+  );
+  return new Map(rows.map((r) => [r.key, r.id]));
 }
 
 /** Attempts read per round of the poller. */
@@ -141,11 +179,16 @@ export async function pollPendingAttempts(ctx: ServiceContext, admin: ShopifyAdm
     const shop = { id: shopId, domain: list[0].domain };
     try {
       const ours = new Map(list.map((r) => [r.reference, r.id]));
-      for (const attempt of await readAttempts(admin, shop, [...ours.keys()])) {
+      const settled = (await readAttempts(admin, shop, [...ours.keys()])).flatMap((attempt) => {
         const outcome = outcomeOf(attempt);
         const attemptId = ours.get(attempt.id);
-        if (!outcome || !attemptId) continue;
-        if ((await recordBillingOutcome(ctx, { shopId, attemptId, outcome })).changed) recorded++;
+        return outcome && attemptId ? [{ attemptId, outcome }] : [];
+      });
+      // Recorded together: the change path commits them as one group.
+      const results = await Promise.allSettled(settled.map((o) => recordBillingOutcome(ctx, { shopId, ...o })));
+      for (const r of results) {
+        if (r.status === 'fulfilled' && r.value.changed) recorded++;
+        else if (r.status === 'rejected') log?.error({ shop: shop.domain, err: { message: (r.reason as Error).message } }, 'billing: recording a pending attempt’s outcome failed');
       }
     } catch (err) {
       // One shop's outage does not hold up the others; its attempts are read again next round.

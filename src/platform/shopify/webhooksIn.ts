@@ -12,7 +12,7 @@ import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer } from '../../services/privacy.js';
 import { applyShopRedact, applyUninstall, type UninstallDeps } from './uninstallConfirmation.js';
-import { applyAttemptWebhook } from './billing.js';
+import { applyAttemptSignals } from './billing.js';
 import { BILLING_ATTEMPT_TOPICS, checkWebhookBody, CONFIRMED_TOPICS, receiptDigest } from './webhookChecks.js';
 
 export { INBOX_BATCH } from '../../services/webhookInbox.js';
@@ -138,6 +138,7 @@ export class ShopifyInboxAdapter implements InboxAdapter {
   readonly contractOf = contractOf;
   readonly revisionOf = revisionOf;
   readonly isContractSignal = isContractSignal;
+  readonly batchedTopics = BILLING_ATTEMPT_TOPICS;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -151,6 +152,15 @@ export class ShopifyInboxAdapter implements InboxAdapter {
       const f = n && 'revisionId' in n ? mirrorFields(n as PlatformContract) : null;
       return f ? [f] : [];
     });
+  }
+
+  /**
+   * A shop's billing attempt webhooks, together (billing.ts). An uninstalled shop is billed no more, and its token is
+   * gone: its attempts cannot be read, and are left as they stand.
+   */
+  async processBatch(ds: Delivery[], shop: InboxShop): Promise<Map<Delivery, unknown>> {
+    if (shop.uninstalledAt) return new Map();
+    return applyAttemptSignals(this.ctx, this.admin, shop, ds);
   }
 
   private destructive(): UninstallDeps {
@@ -169,12 +179,6 @@ export class ShopifyInboxAdapter implements InboxAdapter {
         if (shop.uninstalledAt) return { topic, outcome: 'ignored' };
         await this.installer.refreshPlan(shop);
         return { topic, outcome: 'done' };
-      case 'subscription_billing_attempts/success':
-      case 'subscription_billing_attempts/failure':
-      case 'subscription_billing_attempts/challenged':
-        // An uninstalled shop is billed no more, and its token is gone: the attempt cannot be read.
-        if (shop.uninstalledAt) return { topic, outcome: 'ignored' };
-        return { topic, outcome: await applyAttemptWebhook(this.ctx, this.admin, shop, p) };
       case 'bulk_operations/finish':
         this.installer.bulkFinished(shop.id);
         return { topic, outcome: 'done' };
