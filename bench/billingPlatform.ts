@@ -29,6 +29,8 @@ export type BillingStormResult = {
   contracts: number;
   billed: number;
   throttledFailures: number;
+  /** Of which: attempts the worker could not hand over at its first try (handed over again later, same key). */
+  submitFailures: number;
   duplicates: number;
   bucketUseRatio: number;
   throttledAnswers: number;
@@ -57,14 +59,21 @@ export async function billingPlatformScenario(opts: { contracts: number; restore
     // The import left the bucket low: the storm starts from a full one, as after a quiet night.
     while (bucket.status().currentlyAvailable < maximumAvailable) await sleep(50);
     const start = { at: Date.now(), spent: bucket.spent, level: bucket.status().currentlyAvailable, throttled: bucket.throttled };
-    const worker = new BillingWorker(p.t.ctx, { intervalMs: 1000, maxLateMs: 3 * 86_400_000, concurrency: opts.concurrency ?? 32, shopId: shop.id });
+    const failures: string[] = [];
+    const log = { info: () => {}, warn: () => {}, error: (o: object, m: string) => void failures.push(`${m}: ${JSON.stringify(o)}`) };
+    const worker = new BillingWorker(p.t.ctx, { intervalMs: 1000, maxLateMs: 3 * 86_400_000, concurrency: opts.concurrency ?? 32, shopId: shop.id, log });
 
     let billingDone = false;
+    let stop = false;
     const billing = (async () => {
-      // One round bills every due contract (each attempt waits its turn at the bucket); a second hands over anything
-      // left unsubmitted.
+      // The worker's rounds, as it runs in production (each waits for the one before): the first bills every due
+      // contract, each attempt waiting its turn at the bucket; a later one hands over what could not be.
       await worker.tick();
       billingDone = true;
+      while (!stop) {
+        await worker.tick();
+        await sleep(1000);
+      }
     })();
     let lastOutcomeAt = start.at;
     let settled = 0;
@@ -91,17 +100,20 @@ export async function billingPlatformScenario(opts: { contracts: number; restore
       if (billingDone && Date.now() - lastOutcomeAt > 120_000) break; // nothing moves any more: stop and report
       if (n === 0) await sleep(20);
     }
+    stop = true;
     await billing;
     const seconds = (lastOutcomeAt - start.at) / 1000;
     const end = { spent: bucket.spent, level: bucket.status().currentlyAvailable, throttled: bucket.throttled };
     const fromRestore = end.spent - start.spent - (start.level - end.level);
     const final = await count(p, shop.id);
+    if (failures.length) console.error(`${failures.length} failures, the first: ${failures.slice(0, 3).join(' | ')}`);
     const platformAttempts = p.standIn.billing.of(domain);
     const platformCycles = new Set(platformAttempts.map((a) => `${a.contractId}/${a.cycleIndex}`));
     return {
       contracts: opts.contracts,
       billed: final.succeededWithDate,
       throttledFailures: worker.stats.submitFailures + outcomeFailures,
+      submitFailures: worker.stats.submitFailures,
       duplicates: platformAttempts.length - platformCycles.size + final.duplicates,
       bucketUseRatio: round(fromRestore / (restoreRate * seconds)),
       throttledAnswers: end.throttled - start.throttled,

@@ -182,6 +182,24 @@ describe('a due contract is billed on the platform', () => {
   });
 });
 
+describe('bill_now in platform mode', () => {
+  it('creates the platform’s attempt for the current cycle at once, and the outcome arrives by webhook', async () => {
+    const shop = await shopWithDueContracts(1);
+    const [id] = shop.ids;
+    // Not due yet: the cycle is billed now because the integrator asks.
+    p.standIn.platform.update(shop.domain, id, { nextBillingDate: new Date(p.clock.now().getTime() + 10 * DAY) });
+    await p.settle();
+    const r = await p.t.inject({ method: 'POST', url: `/api/v1/subscription-contracts/${id}/actions`, headers: { ...bearer(shop.key), 'content-type': 'application/json' }, payload: { action: 'bill_now' } });
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().billingAttempt.status).toBe('pending');
+    expect(p.standIn.billing.of(shop.domain, id)).toHaveLength(1);
+    await p.standIn.billing.flush();
+    await p.settle();
+    expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['succeeded']);
+    expect(platformDate(shop, id)).toBe((await contract(shop, id)).nextBillingDate);
+  });
+});
+
 describe('the cost bucket', () => {
   it('THROTTLED: the attempt waits and is retried, never lost nor doubled', async () => {
     const shop = await shopWithDueContracts(3);
