@@ -182,6 +182,22 @@ describe('a due contract is billed on the platform', () => {
   });
 });
 
+describe('a contract ended on the platform while its attempt was pending', () => {
+  it('the success is recorded, and no date is asked of the platform for a cancelled contract', async () => {
+    const shop = await shopWithDueContracts(1);
+    const [id] = shop.ids;
+    p.standIn.webhooks.fault({ mode: 'hold' }, { topic: 'subscription_billing_attempts/success', shop: shop.domain });
+    await billAndSettle(shop);
+    p.standIn.platform.cancel(shop.domain, id);
+    await p.settle();
+    expect((await contract(shop, id)).status).toBe('CANCELLED');
+    p.standIn.webhooks.release();
+    await p.settle();
+    expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['succeeded']);
+    expect(p.standIn.calls('subscriptionContractSetNextBillingDate', shop.domain)).toHaveLength(0);
+  });
+});
+
 describe('bill_now in platform mode', () => {
   it('creates the platform’s attempt for the current cycle at once, and the outcome arrives by webhook', async () => {
     const shop = await shopWithDueContracts(1);

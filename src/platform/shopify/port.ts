@@ -172,6 +172,9 @@ export class ShopifyPlatform implements PlatformPort {
   private async carryOutDates(shop: ShopRef, gid: string, before: Execution['before'], decision: Decision): Promise<ContractAnswer | null> {
     const next = decision.contract.nextBillingDate;
     if (next.getTime() === before.nextBillingDate.getTime()) return null;
+    // A contract ended meanwhile (cancelled on the platform while its attempt was pending) has no date to set there,
+    // and the platform refuses to set one: the outcome is recorded all the same.
+    if (before.status === 'CANCELLED' || before.status === 'EXPIRED') return null;
     return this.setNextBillingDate(shop, gid, next);
   }
 
