@@ -212,7 +212,8 @@ describe('bill_now in platform mode', () => {
     await p.standIn.billing.flush();
     await p.settle();
     expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['succeeded']);
-    expect(platformDate(shop, id)).toBe((await contract(shop, id)).nextBillingDate);
+    // The platform keeps dates to the second.
+    expect(platformDate(shop, id)!.slice(0, 19)).toBe((await contract(shop, id)).nextBillingDate.slice(0, 19));
   });
 });
 

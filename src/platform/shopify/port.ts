@@ -121,10 +121,14 @@ export class ShopifyPlatform implements PlatformPort {
         // What the platform said: nothing to tell it.
         return { decision };
       case 'bill':
-      case 'bill_now':
         // The attempt is recorded first; the billing gateway creates it on the platform once that has committed
         // (billing.ts), so a crash in between leaves a pending attempt to hand over again, never an unknown charge.
         return { decision };
+      case 'bill_now': {
+        // As a scheduled attempt; and the schedule restarts from now, on the platform too.
+        const dated = await this.carryOutDates(shop, gid, before, decision);
+        return dated ? answered(dated) : { decision };
+      }
       case 'billing_missed': {
         // The missed cycle is svc's record; the schedule's new date is the platform's too.
         const dated = await this.carryOutDates(shop, gid, before, decision);
