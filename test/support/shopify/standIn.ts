@@ -1,3 +1,4 @@
+import { StandInBilling } from './billing.js';
 import { BulkRunner } from './bulk.js';
 import { billingCycle } from './cycles.js';
 import { Faults } from './faults.js';
@@ -37,6 +38,8 @@ export class StandIn {
   readonly webhooks: WebhookSender;
   readonly faults = new Faults();
   readonly bulk: BulkRunner;
+  /** Billing attempts and their outcomes (billing.ts). */
+  readonly billing: StandInBilling;
   readonly requests: LoggedRequest[] = [];
   /** Admin API GraphQL requests per shop, counted even when the log is off (a benchmark counts calls with it). */
   readonly graphqlCalls = new Map<string, number>();
@@ -75,6 +78,16 @@ export class StandIn {
         finished: (shop, op) => this.emit(shop, 'bulk_operations/finish', payloads.bulkOperationPayload(op)),
       },
     );
+    this.billing = new StandInBilling(
+      {
+        clock: this.clock,
+        nextId: () => this.store.nextId(),
+        emit: (shop, topic, payload) => this.emit(shop, topic, payload),
+        shop: (domain) => this.store.shop(domain),
+        baseUrl: () => this.url,
+      },
+      options.billing,
+    );
     this.costs = { maxQueryCost: options.maxQueryCost ?? 1000, costByOperation: options.costByOperation ?? {} };
     this.appWebhooks = options.appWebhooks;
     this.hooks = {
@@ -89,6 +102,7 @@ export class StandIn {
       setAppSubscriptionStatus: (shop, sub, status) => this.setAppSubscriptionStatus(shop, sub, status),
       startBulk: (shop, op) => this.bulk.start(shop, op),
       takeUserError: (shop, mutation) => this.faults.takeUserError(shop.domain, mutation),
+      billing: this.billing,
     };
   }
 
