@@ -16,6 +16,7 @@ import { bearerToken } from '../../services/authenticateApiKey.js';
 import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
+import { adminBillingRoutes } from './billingRoutes.js';
 import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import type { Shopify } from '../../platform/shopify/index.js';
@@ -171,4 +172,5 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
 
   adminContractRoutes(app, ctx, caller);
   adminWebhookRoutes(app, ctx, caller);
+  adminBillingRoutes(app, ctx, caller);
 }
