@@ -39,7 +39,7 @@ export type Contract = Schemas['SubscriptionContract'];
 export type ContractStatus = Contract['status'];
 export type ContractEvent = Schemas['ContractEvent'];
 /** An action's body, as the API takes it (the admin takes the same). */
-export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'];
+export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'] | { action: 'bill_now' };
 export type ActionName = ContractAction['action'];
 /**
  * Fields the contract resource gains with contract edits (lines with ids, delivery policy, address, discounts,
@@ -67,6 +67,7 @@ export type ContractTotals = { subtotal: string; discounts: string; shipping: st
 export type ContractLine = Contract['lines'][number] & { id?: string };
 export type ContractView = Omit<Contract, 'lines'> & {
   lines: ContractLine[];
+  billing?: ContractBilling;
   deliveryPolicy?: Contract['billingPolicy'];
   shippingAddress?: ShippingAddress | null;
   discounts?: Discount[];
@@ -87,6 +88,42 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookDeliveryStatus = WebhookDelivery['status'];
 export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
+
+/** Renewals (src/http/admin/billingRoutes.ts): a billing attempt, where a contract's billing stands, the policy. */
+export type BillingAttemptStatus = 'pending' | 'succeeded' | 'failed' | 'action_required';
+export type BillingAttempt = {
+  id: string;
+  contractId: string;
+  cycleDate: string;
+  attempt: number;
+  trigger: 'schedule' | 'retry' | 'bill_now';
+  status: BillingAttemptStatus;
+  errorCode: string | null;
+  platformErrorCode: string | null;
+  errorMessage: string | null;
+  nextActionUrl: string | null;
+  order: { id: string; name: string; amount: string; currencyCode: string } | null;
+  amount: Money;
+  createdAt: string;
+  completedAt: string | null;
+};
+export type ContractBilling = { status: 'ok' | 'retrying' | 'action_required'; failedAttempts: number; nextAttemptAt: string | null; lastAttempt: BillingAttempt | null };
+export type FinalAction = 'fail' | 'pause' | 'cancel' | 'skip';
+export type BillingPolicy = { paymentRetries: string[]; inventoryRetries: { every: string; max: number }; finalAction: FinalAction };
+export type SavedBillingPolicy = { policy: BillingPolicy; updatedAt: string | null };
+export type BilledDay = {
+  attempts: number;
+  succeeded: number;
+  failed: number;
+  failedByCode: { errorCode: string; count: number }[];
+  actionRequired: number;
+  pending: number;
+  recovered: number;
+  revenue: Money[];
+};
+export type DueDay = { renewals: number; expectedRevenue: Money[] };
+export type RenewalsDay = { date: string; billed: BilledDay | null; due: DueDay | null };
+export type RenewalsOverview = { from: string; today: string; to: string; days: RenewalsDay[]; totals: { billed: BilledDay; due: DueDay } };
 
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
 export class ApiError extends Error {
@@ -128,6 +165,10 @@ export type AdminApi = {
   webhookDeliveries(id: string, q: { cursor?: string; limit?: number }): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }>;
   resendWebhookDelivery(id: string, deliveryId: string): Promise<{ delivery: WebhookDelivery }>;
   resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
+  billingAttempts(contractId: string, cursor?: string): Promise<{ attempts: BillingAttempt[]; nextCursor: string | null }>;
+  billingPolicy(): Promise<SavedBillingPolicy>;
+  saveBillingPolicy(policy: BillingPolicy): Promise<SavedBillingPolicy>;
+  renewals(q: { days: number; ahead: number }): Promise<RenewalsOverview>;
 };
 
 const BASE = `${import.meta.env.BASE_URL}api`;
@@ -138,7 +179,7 @@ const endpointPath = (id: string) => `/webhook-endpoints/${encodeURIComponent(id
  * a 401 means the session is over, which `onUnauthorized` turns into the "get a new link" page.
  */
 export function createAdminApi(session: Session, onUnauthorized: (err: ApiError) => void): AdminApi {
-  async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
     let token: string;
     try {
       token = await session.getToken();
@@ -206,5 +247,10 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     },
     resendWebhookDelivery: (id, deliveryId) => call('POST', `${endpointPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/resend`, {}),
     resendFailedWebhookDeliveries: (id, since) => call('POST', `${endpointPath(id)}/resend-failed`, { since }),
+    billingAttempts: (contractId, cursor) =>
+      call('GET', `/contracts/${encodeURIComponent(contractId)}/billing-attempts?limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+    billingPolicy: () => call('GET', '/billing-policy'),
+    saveBillingPolicy: (policy) => call('PUT', '/billing-policy', policy),
+    renewals: (q) => call('GET', `/renewals?days=${q.days}&ahead=${q.ahead}`),
   };
 }
