@@ -134,6 +134,10 @@ describeInBrowser('admin UI: renewals in a real browser', () => {
       expect(await chart.locator(`g[data-date="${shop.failedDay}"] rect[data-series="failed-insufficient_funds"]`).count()).toBe(1);
       expect(await chart.locator(`g[data-date="${shop.recoveredDay}"] rect[data-series="recovered"]`).count()).toBe(1);
       expect(await chart.locator('rect[data-series="due"]').count()).toBeGreaterThanOrEqual(3);
+      // Revenue: the recovered payment's, and the renewals' expected ahead.
+      expect(await chart.locator(`g[data-date="${shop.recoveredDay}"]`).count()).toBe(1);
+      expect(await chart.locator('circle[data-series="revenue"]').count()).toBe(1);
+      expect(await chart.locator('circle[data-series="expected-revenue"]').count()).toBeGreaterThanOrEqual(3);
       expect(await chart.locator(`g[data-date="${shop.failedDay}"] title`).textContent()).toMatch(/1 attempts: 0 succeeded \(0 recovered\), 1 failed; failed: Insufficient funds 1/);
       await page.getByRole('list', { name: 'Chart legend' }).getByText('Failed: Insufficient funds').waitFor();
 
@@ -141,7 +145,7 @@ describeInBrowser('admin UI: renewals in a real browser', () => {
       const rows = table.locator('tbody tr, li');
       expect(await rows.count()).toBe(37);
       const row = (date: string) => table.locator('tr, li').filter({ has: page.locator(`time[datetime="${date}"]`) });
-      expect(await row(shop.failedDay).innerText()).toMatch(/Insufficient funds 1/);
+      expect(await row(shop.failedDay).innerText()).toMatch(/Insufficient funds: 1/);
       expect(await row(shop.recoveredDay).innerText()).toMatch(/€12\.34/);
       const tomorrow = new Date(s.t.clock.now().getTime() + DAY).toISOString().slice(0, 10);
       expect(await row(tomorrow).innerText()).toMatch(/1[\s\S]*€7\.00/);

@@ -59,8 +59,8 @@ type Segment = { key: string; value: number; colour: string };
 
 /**
  * The Renewals overview as a chart drawn here in SVG: per day, a bar of the attempts made (succeeded, recovered,
- * failed by code, awaiting the customer, pending) and, from today, a lighter bar of the renewals due; a line of the
- * revenue in one currency (solid: billed, dashed: expected). Each day's figures are its tooltip; the table below the
+ * failed by code, awaiting the customer, pending) and, from today, a lighter bar of the renewals due; a mark of the
+ * revenue in one currency (filled: billed, hollow: expected). Each day's figures are its tooltip; the table below the
  * chart holds every figure, so the chart is described, not read out.
  */
 export function RenewalsChart({ overview: o, narrow }: { overview: RenewalsOverview; narrow: boolean }) {
@@ -74,7 +74,8 @@ export function RenewalsChart({ overview: o, narrow }: { overview: RenewalsOverv
   const codes = [...new Set(o.days.flatMap((d) => d.billed?.failedByCode.map((f) => f.errorCode) ?? []))];
   const shade = (code: string) => FAILURE_SHADES[codes.indexOf(code) % FAILURE_SHADES.length];
 
-  const countTop = niceTop(Math.max(...o.days.map((d) => Math.max(d.billed?.attempts ?? 0, d.due?.renewals ?? 0))));
+  // At least 2, so the middle line of the grid is a whole number of attempts.
+  const countTop = Math.max(2, niceTop(Math.max(...o.days.map((d) => Math.max(d.billed?.attempts ?? 0, d.due?.renewals ?? 0)))));
   const y = (v: number) => pad.top + plotH - (v / countTop) * plotH;
   const currency = chartCurrency(o);
   const revenueOf = (d: RenewalsDay) => (currency && d.billed ? Number(amountIn(d.billed.revenue, currency) ?? 0) : null);
@@ -98,12 +99,26 @@ export function RenewalsChart({ overview: o, narrow }: { overview: RenewalsOverv
     ].filter((s) => s.value > 0);
   };
 
-  const line = (values: (number | null)[], dashed: boolean) => {
-    const pts = values.flatMap((v, i) => (v === null ? [] : [`${(x(i) + band / 2).toFixed(1)},${yMoney(v).toFixed(1)}`]));
-    return pts.length > 1 ? <polyline points={pts.join(' ')} fill="none" stroke={SERIES.revenue.colour} strokeWidth={1.5} strokeDasharray={dashed ? '4 3' : undefined} /> : null;
-  };
+  // Revenue as a mark per day that has some: filled for what was billed, hollow for what is expected.
+  const marks = (values: (number | null)[], expected: boolean) =>
+    values.map((v, i) =>
+      v ? (
+        <circle
+          key={`${expected ? 'e' : 'b'}-${i}`}
+          cx={x(i) + band / 2 + (expected && o.days[i].billed ? band / 4 : 0)}
+          cy={yMoney(v)}
+          r={narrow ? 2.5 : 3.5}
+          fill={expected ? '#ffffff' : SERIES.revenue.colour}
+          stroke={SERIES.revenue.colour}
+          strokeWidth={1.5}
+          data-series={expected ? 'expected-revenue' : 'revenue'}
+        />
+      ) : null,
+    );
   const labelEvery = narrow ? 9 : 7;
   const todayIndex = o.days.findIndex((d) => d.date === o.today);
+  // Day labels every week, and Today; a weekly label too close to Today would overlap it.
+  const labelled = (i: number) => i === todayIndex || (i % labelEvery === 0 && Math.abs(i - todayIndex) > (narrow ? 4 : 3));
   const billedDays = o.days.filter((d) => d.billed).length;
   const dueDays = o.days.filter((d) => d.due).length - 1;
 
@@ -165,7 +180,7 @@ export function RenewalsChart({ overview: o, narrow }: { overview: RenewalsOverv
                 data-series="due"
               />
             )}
-            {(i % labelEvery === 0 || i === todayIndex) && (
+            {labelled(i) && (
               <text x={x(i) + band / 2} y={H - pad.bottom + 14} textAnchor="middle" fontSize={10} fill={i === todayIndex ? '#303030' : '#616161'} fontWeight={i === todayIndex ? 600 : 400}>
                 {i === todayIndex ? 'Today' : formatDay(d.date)}
               </text>
@@ -173,8 +188,8 @@ export function RenewalsChart({ overview: o, narrow }: { overview: RenewalsOverv
           </g>
         );
       })}
-      {line(o.days.map(revenueOf), false)}
-      {line(o.days.map((d, i) => (i === todayIndex ? revenueOf(d) : expectedOf(d))).map((v, i) => (i < todayIndex ? null : v)), true)}
+      {marks(o.days.map(revenueOf), false)}
+      {marks(o.days.map(expectedOf), true)}
       <line x1={pad.left} x2={W - pad.right} y1={y(0)} y2={y(0)} stroke="#8a8a8a" />
     </svg>
   );
@@ -191,6 +206,6 @@ export function legendOf(o: RenewalsOverview): { label: string; colour: string; 
     ...(t.actionRequired ? [{ label: SERIES.actionRequired.label, colour: SERIES.actionRequired.colour }] : []),
     ...(t.pending ? [{ label: SERIES.pending.label, colour: SERIES.pending.colour }] : []),
     { label: SERIES.due.label, colour: SERIES.due.colour, dashed: true },
-    ...(chartCurrency(o) ? [{ label: `${SERIES.revenue.label} in ${chartCurrency(o)} (dashed: expected)`, colour: SERIES.revenue.colour }] : []),
+    ...(chartCurrency(o) ? [{ label: `${SERIES.revenue.label} in ${chartCurrency(o)} (hollow: expected)`, colour: SERIES.revenue.colour }] : []),
   ];
 }

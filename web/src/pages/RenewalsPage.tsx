@@ -13,7 +13,7 @@ const DAYS = 30;
 const AHEAD = 7;
 
 const moneyText = (list: Money[]) => (list.length ? list.map((m) => formatMoney(m.amount, m.currencyCode)).join(' + ') : '—');
-const failuresText = (d: RenewalsDay) => d.billed?.failedByCode.map((f) => `${errorLabel(f.errorCode)} ${f.count}`).join(', ') ?? '';
+const failuresText = (d: RenewalsDay) => d.billed?.failedByCode.map((f) => `${errorLabel(f.errorCode)}: ${f.count}`).join(', ') ?? '';
 
 function Figure({ label, value, detail }: { label: string; value: string; detail?: string }) {
   return (
@@ -191,7 +191,12 @@ function WideRow({ d, i, today }: { d: RenewalsDay; i: number; today: string }) 
       {end(num(b?.succeeded))}
       {end(num(b?.recovered))}
       <WrappingCell maxWidth="12rem">
-        {b ? `${b.failed}${b.failed ? `: ${failuresText(d)}` : ''}` : '—'}
+        {b ? b.failed : '—'}
+        {b && b.failed > 0 && (
+          <Text as="p" variant="bodySm" tone="subdued">
+            {failuresText(d)}
+          </Text>
+        )}
         {b && (b.actionRequired > 0 || b.pending > 0) && (
           <Text as="p" variant="bodySm" tone="subdued">
             {[b.actionRequired ? `${b.actionRequired} awaiting the customer` : '', b.pending ? `${b.pending} pending` : ''].filter(Boolean).join(', ')}
@@ -214,7 +219,12 @@ function CondensedRow({ d, i, today }: { d: RenewalsDay; i: number; today: strin
           <Text as="p" fontWeight="semibold">
             <time dateTime={d.date}>{dayName(d, today)}</time>
           </Text>
-          {b && (
+          {b && b.attempts === 0 && (
+            <Text as="p" variant="bodySm" tone="subdued">
+              No attempts
+            </Text>
+          )}
+          {b && b.attempts > 0 && (
             <Text as="p" variant="bodySm">
               {b.attempts} attempts · {b.succeeded} succeeded ({b.recovered} recovered) · {b.failed} failed
               {b.failed ? ` (${failuresText(d)})` : ''}
@@ -224,7 +234,7 @@ function CondensedRow({ d, i, today }: { d: RenewalsDay; i: number; today: strin
           )}
           {d.due && (
             <Text as="p" variant="bodySm" tone="subdued">
-              {d.due.renewals} due · expected {moneyText(d.due.expectedRevenue)}
+              {d.due.renewals ? `${d.due.renewals} due · expected ${moneyText(d.due.expectedRevenue)}` : 'Nothing due'}
             </Text>
           )}
         </BlockStack>
