@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, eventRows, insertContract, sql } from './support/fixtures.js';
 import { BillingWorker } from '../src/workers/billing.js';
+import { listen, mcpClient, toolError, toolOk } from './support/mcp.js';
 
 /**
  * Renewals in standalone mode (the test gateway): due contracts are billed once per cycle, the outcome arrives
@@ -146,5 +147,118 @@ describe('bill_now', () => {
     expect((await act(c.id, { action: 'pause' })).statusCode).toBe(200);
     // The worker does not bill the cycle bill_now paid.
     expect(await worker.tick()).toMatchObject({ attempted: 0 });
+  });
+});
+
+describe('reading renewals: attempts, upcoming renewals, the policy', () => {
+  it('lists a contract\'s attempts and the shop\'s (by status, since, paged), newest first, as the contract shows its latest', async () => {
+    const a = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });
+    const b = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });
+    await sql(t, `UPDATE subscription_contracts SET payment_behaviour = 'card_declined' WHERE id = $1`, [b.id]);
+    await worker.tick();
+    await t.billing.scheduler.runAll();
+
+    const mine = (await t.inject({ url: `${API}/${a.id}/billing-attempts`, headers: bearer(key) })).json();
+    expect(mine.nextCursor).toBeNull();
+    expect(mine.billingAttempts).toEqual([(await get(a.id)).billing.lastAttempt]);
+    expect(mine.billingAttempts[0]).toMatchObject({ contractId: a.id, status: 'succeeded', errorCode: null, completedAt: NOW.toISOString() });
+
+    const failed = (await t.inject({ url: `/api/v1/billing-attempts?status=failed`, headers: bearer(key) })).json();
+    expect(failed.billingAttempts).toHaveLength(1);
+    expect(failed.billingAttempts[0]).toMatchObject({ contractId: b.id, status: 'failed', errorCode: 'card_declined', platformErrorCode: 'card_declined', errorMessage: expect.stringContaining('declined'), order: null });
+
+    const first = (await t.inject({ url: `/api/v1/billing-attempts?limit=1`, headers: bearer(key) })).json();
+    const second = (await t.inject({ url: `/api/v1/billing-attempts?limit=1&cursor=${first.nextCursor}`, headers: bearer(key) })).json();
+    expect(second.nextCursor).toBeNull();
+    expect([first.billingAttempts[0].contractId, second.billingAttempts[0].contractId].sort()).toEqual([a.id, b.id].sort());
+    const later = (await t.inject({ url: `/api/v1/billing-attempts?since=2026-11-22T10:00:00.001Z`, headers: bearer(key) })).json();
+    expect(later.billingAttempts).toEqual([]);
+
+    // Another shop sees none of them.
+    const other = await t.shopWithKey();
+    expect((await t.inject({ url: `/api/v1/billing-attempts`, headers: bearer(other.key) })).json().billingAttempts).toEqual([]);
+  });
+
+  it('upcoming renewals: from the next billing date, from the resume date when paused until then, none when paused until resumed', async () => {
+    const c = await insertContract(t, shopId, { nextBillingDate: new Date('2026-01-31T08:00:00.000Z'), status: 'PAUSED', pausedAt: NOW, resumeAt: new Date('2027-03-15T00:00:00.000Z') });
+    const res = await t.inject({ url: `${API}/${c.id}/upcoming?count=3`, headers: bearer(key) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().upcoming.map((u: { date: string }) => u.date)).toEqual(['2027-03-31T08:00:00.000Z', '2027-04-30T08:00:00.000Z', '2027-05-31T08:00:00.000Z']);
+    expect(res.json().upcoming[0]).toMatchObject({ skipped: false, total: { amount: '48.00', currencyCode: 'EUR' }, lines: [{ title: 'Coffee 1kg', quantity: 2 }] });
+
+    const active = await insertContract(t, shopId, { nextBillingDate: new Date('2026-12-01T00:00:00.000Z') });
+    const six = (await t.inject({ url: `${API}/${active.id}/upcoming`, headers: bearer(key) })).json().upcoming;
+    expect(six.map((u: { date: string }) => u.date.slice(0, 10))).toEqual(['2026-12-01', '2027-01-01', '2027-02-01', '2027-03-01', '2027-04-01', '2027-05-01']);
+
+    const held = await insertContract(t, shopId, { status: 'PAUSED', pausedAt: NOW });
+    expect((await t.inject({ url: `${API}/${held.id}/upcoming`, headers: bearer(key) })).json()).toEqual({ upcoming: [] });
+  });
+
+  it('the policy: the default, replaced in the admin (Settings → Billing), read by integrators', async () => {
+    const s = await t.shopWithKey();
+    const policy = (await t.inject({ url: '/api/v1/billing-policy', headers: bearer(s.key) })).json();
+    expect(policy).toEqual({ paymentRetries: ['P1D', 'P3D', 'P7D'], inventoryRetries: { every: 'P1D', max: 5 }, finalAction: 'fail' });
+    const admin = { authorization: `Bearer ${await t.sessionToken(s.domain)}` };
+    const mine = { paymentRetries: ['PT12H', 'P2D'], inventoryRetries: { every: 'P2D', max: 2 }, finalAction: 'pause' };
+    const put = await t.inject({ method: 'PUT', url: '/admin/api/billing-policy', headers: admin, payload: mine });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json()).toEqual(mine);
+    expect((await t.inject({ url: '/admin/api/billing-policy', headers: admin })).json()).toEqual(mine);
+    expect((await t.inject({ url: '/api/v1/billing-policy', headers: bearer(s.key) })).json()).toEqual(mine);
+  });
+
+  it('a read-only key reads attempts, upcoming renewals and the policy', async () => {
+    const ro = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const c = await insertContract(t, ro.shopId);
+    for (const url of [`${API}/${c.id}/billing-attempts`, '/api/v1/billing-attempts', `${API}/${c.id}/upcoming`, '/api/v1/billing-policy']) {
+      expect((await t.inject({ url, headers: bearer(ro.key) })).statusCode, url).toBe(200);
+    }
+  });
+
+  it('billing events go out to webhook endpoints like every contract event', async () => {
+    const created = await t.inject({ method: 'POST', url: '/api/v1/webhook-endpoints', headers: bearer(key), payload: { url: 'http://127.0.0.1:9/renewals', events: ['billing.succeeded', 'billing.attempted'] } });
+    expect(created.statusCode, created.body).toBe(201);
+    const c = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });
+    await worker.tick();
+    await t.billing.scheduler.runAll();
+    const rows = await sql<{ type: string; contract: { billing: { lastAttempt: { status: string } } } }>(t, `SELECT type, contract FROM webhook_deliveries WHERE contract_id = $1 ORDER BY id`, [c.id]);
+    expect(rows.map((r) => [r.type, r.contract.billing.lastAttempt.status])).toEqual([
+      ['billing.attempted', 'pending'],
+      ['billing.succeeded', 'succeeded'],
+    ]);
+  });
+});
+
+describe('MCP: bill_now, list_billing_attempts, get_upcoming_renewals', () => {
+  it('bill_now answers the contract and its attempt; the read tools answer what the API does; a read-only key may not bill', async () => {
+    const base = await listen(t);
+    const client = await mcpClient(base, key);
+    const ro = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const roClient = await mcpClient(base, ro.key);
+    try {
+      const c = await insertContract(t, shopId);
+      const billed = toolOk(await client.callTool({ name: 'bill_now', arguments: { contractId: c.id } }));
+      expect(billed.billingAttempt).toMatchObject({ contractId: c.id, status: 'pending', trigger: 'bill_now' });
+      expect(billed.contract.billing.lastAttempt).toEqual(billed.billingAttempt);
+      expect(toolError(await client.callTool({ name: 'bill_now', arguments: { contractId: c.id } })).code).toBe('billing_in_progress');
+      await t.billing.scheduler.runAll();
+
+      const listed = toolOk(await client.callTool({ name: 'list_billing_attempts', arguments: { contractId: c.id } }));
+      expect(listed).toEqual((await t.inject({ url: `${API}/${c.id}/billing-attempts`, headers: bearer(key) })).json());
+      expect(listed.billingAttempts[0]).toMatchObject({ status: 'succeeded', order: { name: expect.stringMatching(/^#1\d{3}$/) } });
+      const shopWide = toolOk(await client.callTool({ name: 'list_billing_attempts', arguments: { status: 'succeeded' } }));
+      expect(shopWide.billingAttempts.map((a: { id: string }) => a.id)).toContain(listed.billingAttempts[0].id);
+
+      const upcoming = toolOk(await client.callTool({ name: 'get_upcoming_renewals', arguments: { contractId: c.id, count: 2 } }));
+      expect(upcoming).toEqual((await t.inject({ url: `${API}/${c.id}/upcoming?count=2`, headers: bearer(key) })).json());
+      expect(upcoming.upcoming[0].date).toBe('2026-12-22T10:00:00.000Z');
+
+      const theirs = await insertContract(t, ro.shopId);
+      expect(toolError(await roClient.callTool({ name: 'bill_now', arguments: { contractId: theirs.id } })).code).toBe('insufficient_scope');
+      expect(toolOk(await roClient.callTool({ name: 'get_upcoming_renewals', arguments: { contractId: theirs.id } })).upcoming).toHaveLength(6);
+    } finally {
+      await client.close();
+      await roClient.close();
+    }
   });
 });

@@ -89,7 +89,7 @@ export type WebhookDeliveryStatus = WebhookDelivery['status'];
 export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
 
-/** Renewals (src/http/admin/billingRoutes.ts): a billing attempt, where a contract's billing stands, the policy. */
+/** Renewals (src/http/admin/billingRoutes.ts and routes.ts): a billing attempt, where a contract's billing stands, the policy. */
 export type BillingAttemptStatus = 'pending' | 'succeeded' | 'failed' | 'action_required';
 export type BillingAttempt = {
   id: string;
@@ -110,7 +110,6 @@ export type BillingAttempt = {
 export type ContractBilling = { status: 'ok' | 'retrying' | 'action_required'; failedAttempts: number; nextAttemptAt: string | null; lastAttempt: BillingAttempt | null };
 export type FinalAction = 'fail' | 'pause' | 'cancel' | 'skip';
 export type BillingPolicy = { paymentRetries: string[]; inventoryRetries: { every: string; max: number }; finalAction: FinalAction };
-export type SavedBillingPolicy = { policy: BillingPolicy; updatedAt: string | null };
 export type BilledDay = {
   attempts: number;
   succeeded: number;
@@ -165,9 +164,9 @@ export type AdminApi = {
   webhookDeliveries(id: string, q: { cursor?: string; limit?: number }): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }>;
   resendWebhookDelivery(id: string, deliveryId: string): Promise<{ delivery: WebhookDelivery }>;
   resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
-  billingAttempts(contractId: string, cursor?: string): Promise<{ attempts: BillingAttempt[]; nextCursor: string | null }>;
-  billingPolicy(): Promise<SavedBillingPolicy>;
-  saveBillingPolicy(policy: BillingPolicy): Promise<SavedBillingPolicy>;
+  billingAttempts(contractId: string, cursor?: string): Promise<{ billingAttempts: BillingAttempt[]; nextCursor: string | null }>;
+  billingPolicy(): Promise<BillingPolicy>;
+  saveBillingPolicy(policy: BillingPolicy): Promise<BillingPolicy>;
   renewals(q: { days: number; ahead: number }): Promise<RenewalsOverview>;
 };
 

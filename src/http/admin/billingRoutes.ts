@@ -1,17 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BillingPolicySchema } from '../../domain/billing.js';
 import { Cursor } from '../../domain/paging.js';
 import { BillingAttempt } from '../../domain/resources.js';
 import { Money } from '../../domain/money.js';
 import type { Caller } from '../../services/caller.js';
-import { listContractBillingAttempts } from '../../services/contractBillingAttempts.js';
+import { listContractBillingAttempts } from '../../services/listBillingAttempts.js';
 import type { ServiceContext } from '../../services/context.js';
 import { getRenewalsOverview, OVERVIEW_LIMITS } from '../../services/renewalsOverview.js';
-import { getShopBillingPolicy, setShopBillingPolicy } from '../../services/shopBillingPolicy.js';
 import { ContractIdParams } from '../api/v1/schemas.js';
-import { requireJsonBody } from '../body.js';
 import { ErrorEnvelope } from '../errors.js';
 
 const err = (d: string) => ErrorEnvelope.describe(d);
@@ -22,10 +19,6 @@ const errors = {
   503: err('unavailable'),
 } as const;
 
-const PolicyResponse = z.object({
-  policy: BillingPolicySchema,
-  updatedAt: z.string().nullable().describe('When the shop last saved its policy; null: the default applies.'),
-});
 const AttemptsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20).'),
   cursor: Cursor.optional().describe('nextCursor of the page shown.'),
@@ -58,8 +51,9 @@ const OverviewResponse = z.object({
 });
 
 /**
- * Renewals in the admin (session token): a contract's billing attempts, Settings → Billing's dunning policy, and the
- * Renewals overview. Registered inside the admin API, after its session-token check.
+ * Renewals in the admin (session token): a contract's billing attempts and the Renewals overview. (Settings →
+ * Billing's dunning policy is GET/PUT /billing-policy, beside the other admin routes.) Registered inside the admin
+ * API, after its session-token check.
  */
 export function adminBillingRoutes(app: FastifyInstance, ctx: ServiceContext, caller: (req: FastifyRequest) => Caller): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -70,22 +64,9 @@ export function adminBillingRoutes(app: FastifyInstance, ctx: ServiceContext, ca
       tags,
       params: ContractIdParams,
       querystring: AttemptsQuery,
-      response: { 200: z.object({ attempts: z.array(BillingAttempt), nextCursor: z.string().nullable() }), ...errors, 404: err('not_found: no such contract in this shop') },
+      response: { 200: z.object({ billingAttempts: z.array(BillingAttempt), nextCursor: z.string().nullable() }), ...errors, 404: err('not_found: no such contract in this shop') },
     },
     handler: async (req) => listContractBillingAttempts({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
-  });
-
-  r.get('/billing-policy', {
-    schema: { tags, response: { 200: PolicyResponse, ...errors } },
-    handler: async (req) => getShopBillingPolicy({ ctx, input: { shopId: caller(req).shopId } }),
-  });
-
-  r.put('/billing-policy', {
-    schema: { tags, body: BillingPolicySchema, response: { 200: PolicyResponse, ...errors, 413: err('payload_too_large'), 415: err('unsupported_media_type') } },
-    // The service validates the body, so every field's problem is named the same way wherever the policy is set.
-    validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
-    preValidation: requireJsonBody,
-    handler: async (req) => setShopBillingPolicy({ ctx, input: { shopId: caller(req).shopId, body: req.body } }),
   });
 
   r.get('/renewals', {

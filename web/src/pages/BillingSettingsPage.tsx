@@ -1,7 +1,7 @@
 import { Badge, BlockStack, Box, Button, Card, FormLayout, InlineStack, Layout, Page, Select, SkeletonBodyText, Text, TextField, Toast } from '@shopify/polaris';
 import { DeleteIcon, PlusIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
-import { ApiError, type BillingPolicy, type FinalAction, type SavedBillingPolicy } from '../api';
+import { ApiError, type BillingPolicy, type FinalAction } from '../api';
 import { durationLabel, FINAL_ACTION_LABEL } from '../billingText';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
@@ -9,6 +9,8 @@ import { formatDateTime } from '../format';
 import { ROUTES } from '../router';
 
 const MAX_RETRIES = 10;
+/** The policy of a store that never changed it (the server's default). */
+const DEFAULT_POLICY: BillingPolicy = { paymentRetries: ['P1D', 'P3D', 'P7D'], inventoryRetries: { every: 'P1D', max: 5 }, finalAction: 'fail' };
 const FINAL_ACTIONS = Object.keys(FINAL_ACTION_LABEL) as FinalAction[];
 
 /** The form's fields as typed (the count of inventory retries is text until it is sent). */
@@ -34,7 +36,9 @@ const hint = (value: string, after: string) => {
  */
 export function BillingSettingsPage() {
   const { api } = useAdminApi();
-  const [saved, setSaved] = useState<SavedBillingPolicy | null>(null);
+  const [saved, setSaved] = useState<BillingPolicy | null>(null);
+  /** When this page saved the policy (the server keeps no date to show). */
+  const [savedAt, setSavedAt] = useState<Date | null>(null);
   const [draft, setDraft] = useState<Draft | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [saveError, setSaveError] = useState<ApiError | null>(null);
@@ -45,7 +49,7 @@ export function BillingSettingsPage() {
     try {
       const res = await api.billingPolicy();
       setSaved(res);
-      setDraft(draftOf(res.policy));
+      setDraft(draftOf(res));
       setLoadError(null);
     } catch (err) {
       setLoadError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
@@ -82,7 +86,7 @@ export function BillingSettingsPage() {
   };
   const change = (patch: Partial<Draft>) => setDraft({ ...draft, ...patch });
   const setRetry = (i: number, value: string) => change({ paymentRetries: draft.paymentRetries.map((r, j) => (j === i ? value : r)) });
-  const dirty = !same(draft, draftOf(saved.policy));
+  const dirty = !same(draft, draftOf(saved));
 
   const save = async (e?: FormEvent) => {
     e?.preventDefault();
@@ -91,7 +95,8 @@ export function BillingSettingsPage() {
     try {
       const res = await api.saveBillingPolicy(policyOf(draft));
       setSaved(res);
-      setDraft(draftOf(res.policy));
+      setDraft(draftOf(res));
+      setSavedAt(new Date());
       setToast('Billing policy saved');
     } catch (err) {
       setSaveError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
@@ -219,7 +224,7 @@ export function BillingSettingsPage() {
                 </BlockStack>
               </Card>
               <InlineStack align="end" gap="200">
-                <Button disabled={!dirty || saving} onClick={() => setDraft(draftOf(saved.policy))}>
+                <Button disabled={!dirty || saving} onClick={() => setDraft(draftOf(saved))}>
                   Discard changes
                 </Button>
                 <Button variant="primary" submit loading={saving} disabled={!dirty}>
@@ -235,7 +240,13 @@ export function BillingSettingsPage() {
                   Saved policy
                 </Text>
                 <div role="status" aria-label="Saved state">
-                  <Text as="p">{saved.updatedAt ? `Saved ${formatDateTime(saved.updatedAt)}` : 'The default policy: never changed'}</Text>
+                  <Text as="p">
+                    {savedAt
+                      ? `Saved ${formatDateTime(savedAt.toISOString())}`
+                      : same(draftOf(saved), draftOf(DEFAULT_POLICY))
+                        ? 'The default policy'
+                        : 'This store’s own policy'}
+                  </Text>
                 </div>
                 <Text as="p" variant="bodySm" tone="subdued">
                   Changes apply to the next retry each contract schedules.

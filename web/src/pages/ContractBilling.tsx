@@ -77,7 +77,7 @@ export function BillingAttempts({ contract: c }: { contract: ContractView }) {
       setError(null);
       try {
         const res = await api.billingAttempts(c.id, cursor);
-        setAttempts((shown) => (cursor ? [...(shown ?? []), ...res.attempts] : res.attempts));
+        setAttempts((shown) => (cursor ? [...(shown ?? []), ...res.billingAttempts] : res.billingAttempts));
         setNextCursor(res.nextCursor);
       } catch (err) {
         setError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
