@@ -39,7 +39,7 @@ export type Contract = Schemas['SubscriptionContract'];
 export type ContractStatus = Contract['status'];
 export type ContractEvent = Schemas['ContractEvent'];
 /** An action's body, as the API takes it (the admin takes the same). */
-export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'] | { action: 'bill_now' };
+export type ContractAction = operations['actOnSubscriptionContract']['requestBody']['content']['application/json'];
 export type ActionName = ContractAction['action'];
 /**
  * Fields the contract resource gains with contract edits (lines with ids, delivery policy, address, discounts,
@@ -67,7 +67,6 @@ export type ContractTotals = { subtotal: string; discounts: string; shipping: st
 export type ContractLine = Contract['lines'][number] & { id?: string };
 export type ContractView = Omit<Contract, 'lines'> & {
   lines: ContractLine[];
-  billing?: ContractBilling;
   deliveryPolicy?: Contract['billingPolicy'];
   shippingAddress?: ShippingAddress | null;
   discounts?: Discount[];
@@ -90,26 +89,10 @@ export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
 
 /** Renewals (src/http/admin/billingRoutes.ts and routes.ts): a billing attempt, where a contract's billing stands, the policy. */
-export type BillingAttemptStatus = 'pending' | 'succeeded' | 'failed' | 'action_required';
-export type BillingAttempt = {
-  id: string;
-  contractId: string;
-  cycleDate: string;
-  attempt: number;
-  trigger: 'schedule' | 'retry' | 'bill_now';
-  status: BillingAttemptStatus;
-  errorCode: string | null;
-  platformErrorCode: string | null;
-  errorMessage: string | null;
-  nextActionUrl: string | null;
-  order: { id: string; name: string; amount: string; currencyCode: string } | null;
-  amount: Money;
-  createdAt: string;
-  completedAt: string | null;
-};
-export type ContractBilling = { status: 'ok' | 'retrying' | 'action_required'; failedAttempts: number; nextAttemptAt: string | null; lastAttempt: BillingAttempt | null };
-export type FinalAction = 'fail' | 'pause' | 'cancel' | 'skip';
-export type BillingPolicy = { paymentRetries: string[]; inventoryRetries: { every: string; max: number }; finalAction: FinalAction };
+export type BillingAttempt = Schemas['BillingAttempt'];
+export type ContractBilling = Schemas['ContractBilling'];
+export type BillingPolicy = Schemas['BillingPolicy'];
+export type FinalAction = BillingPolicy['finalAction'];
 export type BilledDay = {
   attempts: number;
   succeeded: number;

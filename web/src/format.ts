@@ -69,8 +69,7 @@ export const eventLabel = (type: string) => EVENT_LABEL[type] ?? type;
  */
 export function actorLabel(actor: ContractEvent['actor']): string {
   const fp = actor.keyFingerprint ? ` ${actor.keyFingerprint}` : '';
-  // 'billing' until the generated client types list the renewals' actor.
-  switch (actor.type as ContractEvent['actor']['type'] | 'billing') {
+  switch (actor.type) {
     case 'api_key':
       return `API key${fp}`;
     case 'mcp':
