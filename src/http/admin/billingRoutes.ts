@@ -35,7 +35,7 @@ const Billed = z.object({
   failedByCode: z.array(z.object({ errorCode: z.string(), count: z.number().int() })),
   actionRequired: z.number().int().describe('Attempts waiting for the customer to authenticate.'),
   pending: z.number().int().describe('Attempts whose outcome has not arrived yet.'),
-  recovered: z.number().int().describe('Successes after a failed attempt of the same cycle.'),
+  recovered: z.number().int().describe('Successes after an unsuccessful attempt of the same cycle (a retry that worked).'),
   revenue: z.array(Money).describe('What the successes billed, per currency.'),
 });
 const Due = z.object({
