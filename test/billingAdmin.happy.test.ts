@@ -147,6 +147,29 @@ describe('the Renewals overview', () => {
     expect(week.totals.due).toEqual({ renewals: 1, expectedRevenue: [{ amount: '5.00', currencyCode: 'EUR' }] });
   });
 
+  it('counts as recovered a retry that succeeded after the customer did not confirm, not the confirmation itself', async () => {
+    const m = await merchant();
+    const d0 = new Date('2026-11-12T09:00:00.000Z');
+    t.clock.set(d0);
+    const due = new Date(d0.getTime() - HOUR);
+    const confirmed = await insertContract(t, m.shopId, { nextBillingDate: due, lines: line('20.00') });
+    const retried = await insertContract(t, m.shopId, { nextBillingDate: due, lines: line('30.00') });
+    const challenge: BillingOutcome = { kind: 'action_required', nextActionUrl: 'https://pay.example/confirm' };
+    // The customer confirms the same attempt: a success, but nothing was recovered.
+    const attempt = await bill(m.shopId, confirmed.id, challenge);
+    await recordBillingOutcome(t.ctx, { shopId: m.shopId, attemptId: attempt, outcome: paid('20.00') });
+    // The customer never confirms; the retry a day later goes through: recovered.
+    await bill(m.shopId, retried.id, challenge);
+    t.clock.set(new Date(d0.getTime() + DAY + 60_000));
+    await bill(m.shopId, retried.id, paid('30.00'));
+
+    const o = (await m.get('/renewals?days=2&ahead=0')).json();
+    expect(o.days.map((d: { date: string; billed: object }) => [d.date, d.billed])).toEqual([
+      ['2026-11-12', { attempts: 2, succeeded: 1, failed: 0, failedByCode: [], actionRequired: 1, pending: 0, recovered: 0, revenue: [{ amount: '20.00', currencyCode: 'EUR' }] }],
+      ['2026-11-13', { attempts: 1, succeeded: 1, failed: 0, failedByCode: [], actionRequired: 0, pending: 0, recovered: 1, revenue: [{ amount: '30.00', currencyCode: 'EUR' }] }],
+    ]);
+  });
+
   it('is empty for a shop that has billed nothing yet', async () => {
     const m = await merchant();
     const o = (await m.get('/renewals')).json();
