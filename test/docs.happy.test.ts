@@ -34,7 +34,6 @@ describe('GET /api/v1/openapi.json', () => {
         P,
         `${P}/{contract_id}`,
         `${P}/{contract_id}/actions`,
-        `${P}/{contract_id}/edits`,
         `${P}/{contract_id}/events`,
         `${P}/{contract_id}/billing-attempts`,
         `${P}/{contract_id}/edits`,

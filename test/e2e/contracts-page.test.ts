@@ -169,7 +169,7 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await products.getByText('Variant 52').waitFor();
     await page.getByText('Nothing has happened to this contract yet.').waitFor();
     const actions = async () => (await page.getByRole('group', { name: 'Contract actions' }).getByRole('button').allTextContents()).map((x) => x.trim());
-    expect(await actions()).toEqual(['Pause', 'Skip next order', 'Reschedule', 'Cancel contract']);
+    expect(await actions()).toEqual(['Pause', 'Skip next order', 'Bill now', 'Reschedule', 'Cancel contract']);
     await screenshot(page, 'contract-page');
 
     // Pause with a resume date.

@@ -1,14 +1,16 @@
 import { Frame, Navigation, TopBar } from '@shopify/polaris';
-import { OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
+import { ChartVerticalIcon, OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useMemo, useState, createElement } from 'react';
 import { createAdminApi, type ApiError } from './api';
 import { forgetStandaloneToken, startSession, type SessionProblem } from './auth';
 import { AdminApiContext } from './context';
 import { ApiPage } from './pages/ApiPage';
+import { BillingSettingsPage } from './pages/BillingSettingsPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { KeyRequestsPage } from './pages/KeyRequestsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
+import { RenewalsPage } from './pages/RenewalsPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
@@ -61,6 +63,8 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   if (path === ROUTES.api || path === '/admin') page = <ApiPage />;
   else if (path === ROUTES.webhooks) page = <WebhooksPage />;
   else if (path === ROUTES.settings) page = <SettingsPage />;
+  else if (path === ROUTES.billingSettings) page = <BillingSettingsPage />;
+  else if (path === ROUTES.renewals) page = <RenewalsPage />;
   else if (path === ROUTES.contracts) page = <ContractsPage />;
   else if (contractIdOf(path)) page = <ContractPage key={path} contractId={contractIdOf(path)!} />;
   else if (keyIdOfRequestsPath(path)) page = <KeyRequestsPage key={path} keyId={keyIdOfRequestsPath(path)!} />;
@@ -75,8 +79,10 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
           null,
           <a href="/admin" rel="home">Home</a>,
           <a href={ROUTES.contracts}>Contracts</a>,
+          <a href={ROUTES.renewals}>Renewals</a>,
           <a href={ROUTES.api}>Settings → API</a>,
           <a href={ROUTES.webhooks}>Settings → Webhooks</a>,
+          <a href={ROUTES.billingSettings}>Settings → Billing</a>,
         )}
         {page}
       </Frame>
@@ -97,7 +103,10 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   const navigation = (
     <Navigation location={path}>
       <Navigation.Section
-        items={[{ label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts || path.startsWith(`${ROUTES.contracts}/`) }]}
+        items={[
+          { label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts || path.startsWith(`${ROUTES.contracts}/`) },
+          { label: 'Renewals', url: ROUTES.renewals, icon: ChartVerticalIcon, selected: path === ROUTES.renewals },
+        ]}
       />
       <Navigation.Section
         fill
@@ -110,6 +119,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
             subNavigationItems: [
               { label: 'API', url: ROUTES.api, matches: path === ROUTES.api || path.startsWith(`${ROUTES.api}/`) },
               { label: 'Webhooks', url: ROUTES.webhooks, matches: path === ROUTES.webhooks },
+              { label: 'Billing', url: ROUTES.billingSettings, matches: path === ROUTES.billingSettings },
             ],
           },
         ]}

@@ -112,6 +112,25 @@ export type RequestLogEntry = {
 /** The request log's filters: a status class (2xx, 4xx, 5xx) or code, text in the path, requests before a moment. */
 export type RequestLogQuery = { keyId: string; status?: string; path?: string; before?: string; cursor?: string; limit?: number };
 
+/** Renewals (src/http/admin/billingRoutes.ts and routes.ts): a billing attempt, where a contract's billing stands, the policy. */
+export type BillingAttempt = Schemas['BillingAttempt'];
+export type ContractBilling = Schemas['ContractBilling'];
+export type BillingPolicy = Schemas['BillingPolicy'];
+export type FinalAction = BillingPolicy['finalAction'];
+export type BilledDay = {
+  attempts: number;
+  succeeded: number;
+  failed: number;
+  failedByCode: { errorCode: string; count: number }[];
+  actionRequired: number;
+  pending: number;
+  recovered: number;
+  revenue: Money[];
+};
+export type DueDay = { renewals: number; expectedRevenue: Money[] };
+export type RenewalsDay = { date: string; billed: BilledDay | null; due: DueDay | null };
+export type RenewalsOverview = { from: string; today: string; to: string; days: RenewalsDay[]; totals: { billed: BilledDay; due: DueDay } };
+
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
 export class ApiError extends Error {
   constructor(
@@ -154,6 +173,10 @@ export type AdminApi = {
   resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
   /** A page of a key's requests, newest first (kept 14 days). */
   requestLog(q: RequestLogQuery): Promise<{ requests: RequestLogEntry[]; nextCursor: string | null }>;
+  billingAttempts(contractId: string, cursor?: string): Promise<{ billingAttempts: BillingAttempt[]; nextCursor: string | null }>;
+  billingPolicy(): Promise<BillingPolicy>;
+  saveBillingPolicy(policy: BillingPolicy): Promise<BillingPolicy>;
+  renewals(q: { days: number; ahead: number }): Promise<RenewalsOverview>;
 };
 
 const BASE = `${import.meta.env.BASE_URL}api`;
@@ -164,7 +187,7 @@ const endpointPath = (id: string) => `/webhook-endpoints/${encodeURIComponent(id
  * a 401 means the session is over, which `onUnauthorized` turns into the "get a new link" page.
  */
 export function createAdminApi(session: Session, onUnauthorized: (err: ApiError) => void): AdminApi {
-  async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
     let token: string;
     try {
       token = await session.getToken();
@@ -237,5 +260,10 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
       for (const name of ['status', 'path', 'before', 'cursor'] as const) if (q[name]) params.set(name, q[name]!);
       return call('GET', `/request-log?${params}`);
     },
+    billingAttempts: (contractId, cursor) =>
+      call('GET', `/contracts/${encodeURIComponent(contractId)}/billing-attempts?limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+    billingPolicy: () => call('GET', '/billing-policy'),
+    saveBillingPolicy: (policy) => call('PUT', '/billing-policy', policy),
+    renewals: (q) => call('GET', `/renewals?days=${q.days}&ahead=${q.ahead}`),
   };
 }

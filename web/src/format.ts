@@ -46,6 +46,12 @@ const EVENT_LABEL: Record<string, string> = {
   'contract.updated': 'Updated',
   'contract.expired': 'Expired',
   'contract.failed': 'Failed',
+  // Renewals: each billing attempt and its outcome.
+  'billing.attempted': 'Billing attempt made',
+  'billing.succeeded': 'Billed',
+  'billing.failed': 'Billing failed',
+  'billing.action_required': 'Billing needs the customer',
+  'billing.missed': 'Billing missed (too late)',
 };
 
 const CHANGED_FIELD: Record<string, string> = {
@@ -74,6 +80,8 @@ export function actorLabel(actor: ContractEvent['actor']): string {
       return 'Admin';
     case 'platform':
       return 'Platform (changed in Shopify, not through this app)';
+    case 'billing':
+      return 'Billing (automatic renewal)';
     default:
       return String((actor as { type: string }).type);
   }

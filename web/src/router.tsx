@@ -4,6 +4,8 @@ import { useEffect, useState, type AnchorHTMLAttributes, type MouseEvent, type R
 export const ROUTES = {
   api: '/admin/settings/api',
   webhooks: '/admin/settings/webhooks',
+  billingSettings: '/admin/settings/billing',
+  renewals: '/admin/renewals',
   settings: '/admin/settings',
   contracts: '/admin/contracts',
 } as const;

@@ -16,6 +16,7 @@ import { bearerToken } from '../../services/authenticateApiKey.js';
 import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
+import { adminBillingRoutes } from './billingRoutes.js';
 import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import { adminRequestLogRoutes } from './requestLogRoutes.js';
@@ -177,4 +178,6 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   // Settings → Billing: the shop's dunning policy.
   r.get('/billing-policy', async (req) => getBillingPolicy({ ctx, input: { caller: caller(req) } }));
   r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { caller: caller(req), body: req.body } }));
+  // A contract's billing attempts and the Renewals overview.
+  adminBillingRoutes(app, ctx, caller);
 }

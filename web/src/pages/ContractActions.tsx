@@ -4,6 +4,7 @@ import { ApiError, type ActionName, type ContractAction, type ContractView } fro
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { formatDateTime, STATUS_LABEL } from '../format';
+import { formatMoney } from '../money';
 
 type Props = {
   contract: ContractView;
@@ -14,7 +15,7 @@ type Props = {
   /** The action failed: the contract may have changed meanwhile (another tab, the API), so read it again. */
   onStale: () => Promise<void>;
 };
-type Dialog = 'pause' | 'reschedule' | 'cancel' | null;
+type Dialog = 'pause' | 'reschedule' | 'cancel' | 'bill_now' | null;
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
@@ -33,6 +34,7 @@ const inDays = (days: number) => {
   d.setDate(d.getDate() + days);
   return d;
 };
+const oneInterval = (interval: string, count: number) => `${count === 1 ? 'one' : count} ${interval.toLowerCase()}${count === 1 ? '' : 's'}`;
 const FIELD_LABEL: Record<string, string> = { resumeAt: 'The resume date', nextBillingDate: 'The next billing date', reason: 'The reason' };
 
 /** The server's refusal in the merchant's words: a field's problem names the field as the form labels it. */
@@ -100,6 +102,7 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
     void run({ action: 'reschedule', nextBillingDate }, 'Next billing date changed', 'The next billing date was not changed', true);
   };
   const cancel = () => void run({ action: 'cancel', ...(reason.trim() ? { reason: reason.trim() } : {}) }, 'Contract cancelled', 'The contract was not cancelled', true);
+  const billNow = () => void run({ action: 'bill_now' }, 'Billing attempt made', 'The contract was not billed', false);
 
   return (
     <Card>
@@ -137,6 +140,11 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
                   onClick={() => void run({ action: 'skip' }, 'Next order skipped', 'The next order was not skipped', false)}
                 >
                   Skip next order
+                </Button>
+              )}
+              {can('bill_now') && (
+                <Button onClick={() => open('bill_now')} disabled={busy !== null}>
+                  Bill now
                 </Button>
               )}
               {can('reschedule') && (
@@ -201,6 +209,27 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
               max={toDateField(inDays(5 * 365))}
               autoComplete="off"
             />
+          </BlockStack>
+        </Modal.Section>
+      </Modal>
+
+      <Modal
+        open={dialog === 'bill_now'}
+        activator={activator}
+        onClose={() => setDialog(null)}
+        title={`Bill contract #${c.id} now?`}
+        primaryAction={{ content: 'Bill now', onAction: billNow, loading: busy === 'bill_now' }}
+        secondaryActions={[{ content: 'Not now', onAction: () => setDialog(null) }]}
+      >
+        <Modal.Section>
+          <BlockStack gap="200">
+            <Text as="p">
+              {c.customer.email} is charged{c.totals ? ` ${formatMoney(c.totals.total, c.totals.currencyCode)}` : ''} now for the current order.
+            </Text>
+            <Text as="p" tone="subdued">
+              The schedule restarts from now: the next billing date becomes {oneInterval(c.billingPolicy.interval, c.billingPolicy.intervalCount)} from now.
+              The payment's outcome appears under Billing attempts.
+            </Text>
           </BlockStack>
         </Modal.Section>
       </Modal>

@@ -3,6 +3,8 @@ import type { ReactNode } from 'react';
 import type { ContractView, Discount } from '../api';
 import { formatDateTime, intervalLabel } from '../format';
 import { formatMoney, formatPrice, multiplyAmount } from '../money';
+import { BILLING_STATUS_LABEL, BILLING_STATUS_TONE } from '../billingText';
+import { BillingAttempts } from './ContractBilling';
 
 /** The parts of a contract's page, each a card; a card for a field the server does not send is left out. */
 
@@ -38,6 +40,24 @@ export function BillingCard({ contract: c }: { contract: ContractView }) {
           <Text as="p" tone="caution">
             Billing failed for this contract. Resume it to bill it again on its next billing date, or cancel it.
           </Text>
+        )}
+        {c.billing && (
+          <>
+            <Divider />
+            <div role="group" aria-label="Billing state">
+              <InlineGrid columns={{ xs: 1, sm: 3 }} gap="300">
+                <Field label="Billing status">
+                  <Badge tone={BILLING_STATUS_TONE[c.billing.status]}>{BILLING_STATUS_LABEL[c.billing.status]}</Badge>
+                </Field>
+                <Field label="Failed attempts this cycle">{String(c.billing.failedAttempts)}</Field>
+                <Field label="Next attempt">{formatDateTime(c.billing.nextAttemptAt, c.billing.lastAttempt?.status === 'pending' ? 'Awaiting the outcome' : 'None scheduled')}</Field>
+              </InlineGrid>
+            </div>
+            <Text as="h3" variant="headingSm">
+              Billing attempts
+            </Text>
+            <BillingAttempts contract={c} />
+          </>
         )}
       </BlockStack>
     </Card>

@@ -1,5 +1,5 @@
 import { Badge, BlockStack, Button, Card, InlineGrid, InlineStack, Layout, Page, SkeletonBodyText, SkeletonPage, Text, Toast, useBreakpoints } from '@shopify/polaris';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, type ContractDetail } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
@@ -9,6 +9,8 @@ import { BillingCard, CustomerCard, DiscountsCard, ProductsCard, ShippingAddress
 import { ContractHistory } from './ContractHistory';
 import { lastContractsListUrl } from './ContractsPage';
 
+const PENDING_POLL_MS = 2_000;
+const PENDING_POLL_LIMIT = 30;
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
 /**
@@ -35,6 +37,21 @@ export function ContractPage({ contractId }: { contractId: string }) {
   useEffect(() => {
     void load();
   }, [load]);
+  // While a billing attempt awaits its outcome (it comes from the payment provider a moment later), the page looks
+  // again every few seconds, for a minute at most, so the outcome shows without a reload.
+  const pendingAttempt = detail?.contract.billing?.lastAttempt?.status === 'pending' ? detail.contract.billing.lastAttempt.id : null;
+  const polls = useRef(0);
+  useEffect(() => {
+    polls.current = 0;
+  }, [pendingAttempt]);
+  useEffect(() => {
+    if (!pendingAttempt || polls.current >= PENDING_POLL_LIMIT) return;
+    const timer = setTimeout(() => {
+      polls.current++;
+      void load();
+    }, PENDING_POLL_MS);
+    return () => clearTimeout(timer);
+  }, [pendingAttempt, detail, load]);
 
   const back = { content: 'Contracts', url: lastContractsListUrl };
   const title = `Contract #${contractId}`;

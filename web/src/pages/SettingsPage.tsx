@@ -1,8 +1,8 @@
 import { BlockStack, Card, Divider, Icon, InlineStack, Link, Page, Text, type IconProps } from '@shopify/polaris';
-import { ConnectIcon, KeyIcon } from '@shopify/polaris-icons';
+import { ConnectIcon, CreditCardIcon, KeyIcon } from '@shopify/polaris-icons';
 import { ROUTES } from '../router';
 
-/** Settings, as the seed names the path to its screens: Settings, then API or Webhooks. */
+/** Settings, as the seed names the path to its screens: Settings, then API, Webhooks or Billing. */
 export function SettingsPage() {
   return (
     <Page title="Settings">
@@ -20,6 +20,13 @@ export function SettingsPage() {
             url={ROUTES.webhooks}
             title="Webhooks"
             text="Tell your own server when a subscription contract changes: endpoints, signing secrets and the delivery log."
+          />
+          <Divider />
+          <SettingsItem
+            icon={CreditCardIcon}
+            url={ROUTES.billingSettings}
+            title="Billing"
+            text="When a renewal's payment fails: how often it is retried, and what happens to the contract after the last retry."
           />
         </BlockStack>
       </Card>
