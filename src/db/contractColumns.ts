@@ -28,6 +28,11 @@ export const STATE_COLUMNS: readonly StateColumn[] = [
   { column: 'delivery_price', key: 'deliveryPrice', type: 'jsonb', json: true },
   { column: 'discounts', key: 'discounts', type: 'jsonb', json: true },
   { column: 'totals', key: 'totals', type: 'jsonb', json: true },
+  { column: 'billing_status', key: 'billingStatus', type: 'text' },
+  { column: 'billing_failed_attempts', key: 'billingFailedAttempts', type: 'int' },
+  { column: 'billing_next_attempt_at', key: 'billingNextAttemptAt', type: 'timestamptz' },
+  { column: 'billing_cycle_date', key: 'billingCycleDate', type: 'timestamptz' },
+  { column: 'billing_last_attempt', key: 'billingLastAttempt', type: 'jsonb', json: true },
 ];
 
 /** The select list of a contract row (alias `c`): every column under the name the row type gives it. */

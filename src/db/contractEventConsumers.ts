@@ -22,4 +22,31 @@ const WEBHOOK_OUTBOX = `webhook_outbox AS (
                               AND (w.events = '{*}' OR ce.type = ANY (w.events))
   )`;
 
-export const CONTRACT_EVENT_CONSUMERS: readonly string[] = [WEBHOOK_OUTBOX];
+/** The latest attempt of the contract after an event, as the contract resource carries it. */
+const LAST_ATTEMPT = `CROSS JOIN LATERAL (SELECT ce.contract -> 'billing' -> 'lastAttempt' AS a) x`;
+
+/**
+ * Renewals: billing.attempted inserts the attempt, with its idempotency key (domain/billing.ts attemptIdempotencyKey,
+ * the same text); the unique (contract, cycle, attempt) makes a second attempt of one cycle fail the whole change.
+ */
+const BILLING_ATTEMPTS_CREATED = `billing_attempts_created AS (
+    INSERT INTO billing_attempts (id, shop_id, contract_id, cycle_date, attempt, trigger, status, amount, currency_code, idempotency_key, created_at)
+    SELECT (a ->> 'id')::uuid, ce.shop_id, ce.contract_id, (a ->> 'cycleDate')::timestamptz, (a ->> 'attempt')::int, a ->> 'trigger', 'pending',
+           (a -> 'amount' ->> 'amount')::numeric, a -> 'amount' ->> 'currencyCode',
+           'svc-' || ce.contract_id || '-' || round(extract(epoch FROM (a ->> 'cycleDate')::timestamptz) * 1000)::bigint || '-' || (a ->> 'attempt'),
+           (a ->> 'createdAt')::timestamptz
+      FROM committed_events ce ${LAST_ATTEMPT}
+     WHERE ce.type = 'billing.attempted'
+  )`;
+
+/** Renewals: an outcome's event completes the attempt as the contract now has it. */
+const BILLING_ATTEMPTS_COMPLETED = `billing_attempts_completed AS (
+    UPDATE billing_attempts b
+       SET status = a ->> 'status', error_code = a ->> 'errorCode', platform_error_code = a ->> 'platformErrorCode',
+           error_message = a ->> 'errorMessage', next_action_url = a ->> 'nextActionUrl',
+           "order" = nullif((a -> 'order')::jsonb, 'null'::jsonb), completed_at = (a ->> 'completedAt')::timestamptz
+      FROM committed_events ce ${LAST_ATTEMPT}
+     WHERE ce.type IN ('billing.succeeded', 'billing.failed', 'billing.action_required') AND b.id = (a ->> 'id')::uuid
+  )`;
+
+export const CONTRACT_EVENT_CONSUMERS: readonly string[] = [WEBHOOK_OUTBOX, BILLING_ATTEMPTS_CREATED, BILLING_ATTEMPTS_COMPLETED];

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { ContractStatus, Discount, Line, ShippingAddress, Totals } from '../domain/contract.js';
+import type { AttemptState, AttemptStatus, AttemptTrigger, BillingOrder, BillingPolicy } from '../domain/billing.js';
+import type { BillingStatus, ContractStatus, Discount, Line, ShippingAddress, Totals } from '../domain/contract.js';
 import type { Money } from '../domain/money.js';
 import type { Interval } from '../domain/time.js';
 import {
@@ -116,6 +117,12 @@ export const contracts = pgTable(
     // commits, instead of a row lock held across the call (db/contractLeases.ts).
     callLease: uuid('call_lease'),
     callLeaseUntil: ts('call_lease_until'),
+    // Renewals (migration 0015): where the billing of the current cycle stands, part of the contract's state.
+    billingStatus: text('billing_status').$type<BillingStatus>().notNull().default('ok'),
+    billingFailedAttempts: integer('billing_failed_attempts').notNull().default(0),
+    billingNextAttemptAt: ts('billing_next_attempt_at'),
+    billingCycleDate: ts('billing_cycle_date'),
+    billingLastAttempt: jsonb('billing_last_attempt').$type<AttemptState | null>(),
   },
   (t) => [
     index('contracts_shop_id_idx').on(t.shopId, t.id),
@@ -153,6 +160,51 @@ export const appSettings = pgTable('app_settings', {
 });
 
 export const schema = { shops, apiKeys, contracts, contractEvents, appSettings };
+
+/**
+ * Renewals (migration 0015), outside the contract's state: the test gateway's simulated payment method of a
+ * contract (standalone mode), and a billing worker's claim. Written by their own statements, never by the change
+ * path; `billing_due_at` is generated from the state.
+ */
+export const PAYMENT_BEHAVIOURS = ['succeeds', 'insufficient_funds', 'card_declined', 'expired_card', 'requires_action', 'out_of_stock'] as const;
+export type PaymentBehaviour = (typeof PAYMENT_BEHAVIOURS)[number];
+
+/** Every billing attempt (migration 0015), one per (contract, cycle, attempt number). */
+export const billingAttempts = pgTable('billing_attempts', {
+  id: uuid('id').primaryKey(),
+  shopId: bigintId('shop_id').notNull(),
+  contractId: bigintId('contract_id').notNull(),
+  cycleDate: ts('cycle_date').notNull(),
+  attempt: integer('attempt').notNull(),
+  trigger: text('trigger').$type<AttemptTrigger>().notNull(),
+  status: text('status').$type<AttemptStatus>().notNull(),
+  errorCode: text('error_code'),
+  platformErrorCode: text('platform_error_code'),
+  errorMessage: text('error_message'),
+  nextActionUrl: text('next_action_url'),
+  order: jsonb('order').$type<BillingOrder | null>(),
+  amount: customType<{ data: string; driverData: string | number }>({ dataType: () => 'numeric', fromDriver: (v) => String(v), toDriver: (v) => v })('amount').notNull(),
+  currencyCode: text('currency_code').notNull(),
+  idempotencyKey: text('idempotency_key').notNull(),
+  platformReference: text('platform_reference'),
+  submittedAt: ts('submitted_at'),
+  createdAt: ts('created_at').notNull(),
+  completedAt: ts('completed_at'),
+});
+export type BillingAttemptRow = typeof billingAttempts.$inferSelect;
+
+/** A shop's dunning policy (migration 0015); no row: the default. */
+export const billingPolicies = pgTable('billing_policies', {
+  shopId: bigintId('shop_id').primaryKey(),
+  policy: jsonb('policy').$type<BillingPolicy>().notNull(),
+  updatedAt: ts('updated_at').notNull(),
+});
+
+/** Standalone mode (migration 0015): the last order number the test gateway gave in a shop. */
+export const shopOrderCounters = pgTable('shop_order_counters', {
+  shopId: bigintId('shop_id').primaryKey(),
+  lastNumber: integer('last_number').notNull(),
+});
 export type ShopRow = typeof shops.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type ContractRow = typeof contracts.$inferSelect;

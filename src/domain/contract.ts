@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AttemptState } from './billing.js';
 import { currencyDigits, fromUnits, percentOf, toUnits, type Money } from './money.js';
 import { addInterval, type Interval } from './time.js';
 
@@ -28,7 +29,7 @@ export type Totals = { subtotal: string; discounts: string; shipping: string; to
 
 /**
  * Where a contract stands in its billing (renewals): `ok`, `retrying` after a failed attempt, or `action_required`
- * while the customer must authenticate. `pendingAttemptId`: an attempt of the current cycle awaits its outcome.
+ * while the customer must authenticate.
  */
 export type BillingStatus = 'ok' | 'retrying' | 'action_required';
 
@@ -56,6 +57,12 @@ export type ContractState = {
   deliveryPrice: Money | null;
   discounts: Discount[];
   totals: Totals;
+  /** Renewals: where the billing of the current cycle stands (see domain/billing.ts). */
+  billingStatus: BillingStatus;
+  billingFailedAttempts: number;
+  billingNextAttemptAt: Date | null;
+  billingCycleDate: Date | null;
+  billingLastAttempt: AttemptState | null;
 };
 
 /** The state part of a contract (of a row, say), as a state of its own: what a command copies and changes. */
@@ -78,7 +85,17 @@ export function stateOf(c: ContractState): ContractState {
     deliveryPrice: c.deliveryPrice,
     discounts: c.discounts,
     totals: c.totals,
+    billingStatus: c.billingStatus,
+    billingFailedAttempts: c.billingFailedAttempts,
+    billingNextAttemptAt: c.billingNextAttemptAt,
+    billingCycleDate: c.billingCycleDate,
+    billingLastAttempt: c.billingLastAttempt,
   };
+}
+
+/** The billing fields with no cycle being billed or retried: after a success, a skip, or an abandoned cycle. */
+export function withoutDunning<S extends ContractState>(s: S): S {
+  return { ...s, billingStatus: 'ok', billingFailedAttempts: 0, billingNextAttemptAt: null, billingCycleDate: null };
 }
 
 /** True when a paused contract's resume moment has come: every read and command treats it as resumed. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ApiKeyRow, ContractEventRow } from '../db/schema.js';
+import { ATTEMPT_STATUSES, ATTEMPT_TRIGGERS, ERROR_CODES, type AttemptState } from './billing.js';
 import { BillingInterval, ContractStatus, type ContractState } from './contract.js';
 import { DecimalAmount, Money } from './money.js';
 
@@ -54,6 +55,39 @@ export const Totals = z
   .describe('What one order of the contract costs: the lines\' subtotal, less the discounts, plus shipping.')
   .meta({ id: 'ContractTotals' });
 
+/** A billing attempt as clients see it (renewals). */
+export const BillingAttempt = z
+  .object({
+    id: z.string(),
+    contractId: z.string(),
+    cycleDate: Timestamp.describe('The cycle billed, named by the next billing date it was due at.'),
+    attempt: z.number().int().describe('1 for the first attempt of the cycle, then one more per retry.'),
+    trigger: z.enum(ATTEMPT_TRIGGERS).describe('schedule: the cycle came due; retry: dunning; bill_now: the bill_now action.'),
+    status: z.enum(ATTEMPT_STATUSES),
+    errorCode: z.enum(ERROR_CODES).nullable().describe('The failure, normalised (failed only).'),
+    platformErrorCode: z.string().nullable().describe('The payment gateway\'s or platform\'s own code of the failure.'),
+    errorMessage: z.string().nullable(),
+    nextActionUrl: z.string().nullable().describe('action_required: where the customer authenticates, when known.'),
+    order: z
+      .object({ id: z.string(), name: z.string().meta({ example: '#1001' }), amount: DecimalAmount, currencyCode: z.string() })
+      .nullable()
+      .describe('The order the attempt made (succeeded only).'),
+    amount: Money.describe('What the attempt bills: the contract\'s total when it was made.'),
+    createdAt: Timestamp,
+    completedAt: Timestamp.nullable(),
+  })
+  .meta({ id: 'BillingAttempt' });
+export type BillingAttempt = z.infer<typeof BillingAttempt>;
+
+export const ContractBilling = z
+  .object({
+    status: z.enum(['ok', 'retrying', 'action_required']).describe('ok, retrying (a failed payment will be retried) or action_required (the customer must authenticate).'),
+    failedAttempts: z.number().int().describe('Failed attempts of the cycle being billed.'),
+    nextAttemptAt: Timestamp.nullable().describe('When the next retry is made, if one is scheduled.'),
+    lastAttempt: BillingAttempt.nullable(),
+  })
+  .meta({ id: 'ContractBilling' });
+
 export const Contract = z
   .object({
     id: z.string().meta({ example: '4242' }),
@@ -70,13 +104,14 @@ export const Contract = z
     resumeAt: Timestamp.nullable(),
     cancelledAt: Timestamp.nullable(),
     cancellationReason: z.string().nullable(),
+    billing: ContractBilling,
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
   .meta({ id: 'SubscriptionContract' });
 export type Contract = z.infer<typeof Contract>;
 
-export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler', 'platform']);
+export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler', 'platform', 'billing']);
 export type ActorType = z.infer<typeof ActorType>;
 export const Actor = z.object({ type: ActorType, keyFingerprint: z.string().optional() });
 export type Actor = z.infer<typeof Actor>;
@@ -137,8 +172,34 @@ export function toContract(row: ContractMeta & ContractState, state: ContractSta
     resumeAt: iso(state.resumeAt),
     cancelledAt: iso(state.cancelledAt),
     cancellationReason: state.cancellationReason,
+    billing: {
+      status: state.billingStatus,
+      failedAttempts: state.billingFailedAttempts,
+      nextAttemptAt: iso(state.billingNextAttemptAt),
+      lastAttempt: state.billingLastAttempt ? toBillingAttempt(row.id, state.billingLastAttempt) : null,
+    },
     createdAt: isoString(row.createdAt),
     updatedAt: isoString(row.updatedAt),
+  };
+}
+
+/** An attempt as clients see it: as the contract keeps it, with the contract's id. */
+export function toBillingAttempt(contractId: string, a: AttemptState): BillingAttempt {
+  return {
+    id: a.id,
+    contractId,
+    cycleDate: a.cycleDate,
+    attempt: a.attempt,
+    trigger: a.trigger,
+    status: a.status,
+    errorCode: a.errorCode,
+    platformErrorCode: a.platformErrorCode,
+    errorMessage: a.errorMessage,
+    nextActionUrl: a.nextActionUrl,
+    order: a.order,
+    amount: a.amount,
+    createdAt: a.createdAt,
+    completedAt: a.completedAt,
   };
 }
 

@@ -121,6 +121,19 @@ const ACTION_TOOLS: { [N in ActionName]: { name: string; title: string; descript
     // Not idempotent: the same date again leaves the state as it was but records another contract.rescheduled event.
     annotations: write('Reschedule the next order', { destructive: false, idempotent: false }),
   },
+  bill_now: {
+    name: 'bill_now',
+    title: 'Bill a subscription contract now',
+    description:
+      'Bill an ACTIVE contract now for its current cycle (the customer is charged the contract\'s total and an order ' +
+      'is made), instead of waiting for its next billing date; the schedule then restarts from now (the next billing ' +
+      'date becomes now plus one billing interval). Returns the contract and the billing attempt as it stands, usually ' +
+      'pending: its outcome comes later (list_billing_attempts). Refused with billing_in_progress while an attempt is ' +
+      'pending. Confirm with the user before calling: it charges the customer.',
+    fields: {},
+    // Charges the customer: not reversible by svc; every call bills again.
+    annotations: write('Bill a subscription contract now', { destructive: true, idempotent: false }),
+  },
 };
 
 /** The tool of one action: the contract id and the action's own fields, run as the API's action. */

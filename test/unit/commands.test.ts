@@ -27,6 +27,11 @@ const state = (over: Partial<ContractState> = {}): ContractState => ({
   deliveryPrice: null,
   discounts: [],
   totals: totalsOf({ lines, discounts: [], deliveryPrice: null }),
+  billingStatus: 'ok',
+  billingFailedAttempts: 0,
+  billingNextAttemptAt: null,
+  billingCycleDate: null,
+  billingLastAttempt: null,
   ...over,
 });
 const actor = { type: 'api_key' as const, keyFingerprint: 'abcdefabcdef' };
@@ -36,8 +41,8 @@ const ACTIONS: Command[] = [c('pause'), c('resume'), c('cancel'), c('skip'), c('
 const req = (command: Command): Request => ({ command, actor });
 
 describe('the command registry', () => {
-  it('the actions are the five of the API, and every event type a command records is listed once', () => {
-    expect(ACTION_NAMES).toEqual(['pause', 'resume', 'cancel', 'skip', 'reschedule']);
+  it('the actions are the six of the API, and every event type a command records is listed once', () => {
+    expect(ACTION_NAMES).toEqual(['pause', 'resume', 'cancel', 'skip', 'reschedule', 'bill_now']);
     expect(new Set(CONTRACT_EVENT_TYPES).size).toBe(CONTRACT_EVENT_TYPES.length);
     for (const def of Object.values(COMMANDS)) for (const e of def.events) expect(CONTRACT_EVENT_TYPES).toContain(e);
   });

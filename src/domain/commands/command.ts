@@ -15,6 +15,11 @@ export type CommandDefinition<Name extends string, Input, Events extends readonl
   readonly input: z.ZodType<Input>;
   /** The statuses the command starts from; any other is 409 invalid_state naming both. */
   readonly allowedFrom: readonly ContractStatus[];
+  /**
+   * True for the commands that run while a billing attempt awaits its outcome (billing itself, platform sync); any
+   * other is answered 409 billing_in_progress meanwhile.
+   */
+  readonly allowedWhileBilling?: boolean;
   /** Every event type `decide` may record. */
   readonly events: Events;
   /** Checks that need the time (a date in the future): the details of a 400, none when the input is fine. */

@@ -1,3 +1,4 @@
+import { isBillingPending } from '../billing.js';
 import { isResumeDue, totalsOf, type ContractState } from '../contract.js';
 import { invalidInput, ServiceError } from '../errors.js';
 import type { Actor } from '../resources.js';
@@ -52,6 +53,13 @@ export function invalidState(name: string, status: string, allowed: readonly str
   return new ServiceError('invalid_state', `Cannot ${verb} a contract that is ${status}; ${verb} is allowed only from ${allowed.join(' or ')}.`);
 }
 
+export function billingInProgress(): ServiceError {
+  return new ServiceError(
+    'billing_in_progress',
+    'A billing attempt of this contract is awaiting its outcome; try again once it has one (billing.succeeded, billing.failed or billing.action_required).',
+  );
+}
+
 /** The steps of a request from `contract` (a due resume first), or null when there is nothing to do. */
 export function plan(contract: ContractState, request: Request, now: Date): Plan | null {
   const steps: Step[] = [];
@@ -62,7 +70,13 @@ export function plan(contract: ContractState, request: Request, now: Date): Plan
     state = decision.contract;
   };
   if (isResumeDue(state, now)) take(RESUME, SCHEDULER);
-  if (request) take(request.command, request.actor);
+  if (request) {
+    const def = COMMANDS[request.command.name];
+    // A change a client asks for while a billing attempt awaits its outcome would race it (a pause of a contract
+    // being charged, say): refused until the outcome, after the status check (which names the more basic refusal).
+    if (!def.allowedWhileBilling && def.allowedFrom.includes(state.status) && isBillingPending(state)) throw billingInProgress();
+    take(request.command, request.actor);
+  }
   return steps.length ? planOf(steps) : null;
 }
 

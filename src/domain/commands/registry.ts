@@ -1,4 +1,8 @@
 import type { CommandDefinition } from './command.js';
+import { bill } from './bill.js';
+import { billingMissed } from './billingMissed.js';
+import { billingOutcome } from './billingOutcome.js';
+import { billNow } from './billNow.js';
 import { cancel } from './cancel.js';
 import { edit } from './edit.js';
 import { pause } from './pause.js';
@@ -14,9 +18,12 @@ import { sync } from './sync.js';
  */
 
 /** The commands a client names as an `action` of POST /api/v1/subscription-contracts/{id}/actions. */
-export const ACTION_COMMANDS = { pause, resume, cancel, skip, reschedule } as const;
+export const ACTION_COMMANDS = { pause, resume, cancel, skip, reschedule, bill_now: billNow } as const;
 
-export const COMMANDS = { ...ACTION_COMMANDS, edit, sync } as const;
+/** Renewals: the billing worker's steps and the outcome of an attempt (actor billing). */
+export const BILLING_COMMANDS = { bill, billing_outcome: billingOutcome, billing_missed: billingMissed } as const;
+
+export const COMMANDS = { ...ACTION_COMMANDS, edit, sync, ...BILLING_COMMANDS } as const;
 
 export type Commands = typeof COMMANDS;
 export type CommandName = keyof Commands;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { stateOf } from '../contract.js';
+import { stateOf, withoutDunning } from '../contract.js';
 import { parseUtcTimestamp } from '../time.js';
 import { defineCommand, oneEvent } from './command.js';
 import { billingChange, FutureTimestamp, futureTimestamps } from './dates.js';
@@ -13,7 +13,8 @@ export const reschedule = defineCommand({
   events: ['contract.rescheduled'],
   check: (input, now) => futureTimestamps(input, ['nextBillingDate'], now),
   decide(contract, input) {
-    const next = stateOf(contract);
+    // A new date for the next order replaces the cycle being retried.
+    const next = withoutDunning(stateOf(contract));
     next.nextBillingDate = parseUtcTimestamp(input.nextBillingDate)!;
     return oneEvent(contract, next, 'contract.rescheduled', billingChange(contract, next));
   },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { stateOf } from '../contract.js';
+import { stateOf, withoutDunning } from '../contract.js';
 import { addInterval } from '../time.js';
 import { defineCommand, oneEvent } from './command.js';
 import { billingChange } from './dates.js';
@@ -10,7 +10,8 @@ export const skip = defineCommand({
   allowedFrom: ['ACTIVE'],
   events: ['contract.skipped'],
   decide(contract) {
-    const next = stateOf(contract);
+    // Skipping the cycle being retried ends its dunning.
+    const next = withoutDunning(stateOf(contract));
     next.nextBillingDate = addInterval(contract.nextBillingDate, contract.billingInterval, contract.billingIntervalCount);
     return oneEvent(contract, next, 'contract.skipped', billingChange(contract, next));
   },

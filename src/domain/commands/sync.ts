@@ -12,7 +12,9 @@ import { defineCommand, type EventDraft } from './command.js';
  * address, discounts or customer records contract.updated naming what changed. `announce`: a contract svc has just
  * inserted from the platform, recorded as contract.created.
  */
-export type PlatformState = Omit<ContractState, 'pausedAt' | 'resumeAt' | 'cancelledAt' | 'cancellationReason'>;
+export type PlatformState = Omit<ContractState, 'pausedAt' | 'resumeAt' | 'cancelledAt' | 'cancellationReason' | BillingField>;
+/** Where billing stands is svc's own too: the platform's contract does not say. */
+type BillingField = 'billingStatus' | 'billingFailedAttempts' | 'billingNextAttemptAt' | 'billingCycleDate' | 'billingLastAttempt';
 export type SyncInput = { incoming: PlatformState; changedAt: Date; announce?: boolean };
 
 const STATUS_EVENT: Record<ContractStatus, string> = {
@@ -39,6 +41,7 @@ export const sync = defineCommand({
   name: 'sync',
   input: z.custom<SyncInput>(),
   allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
+  allowedWhileBilling: true,
   events: ['contract.created', 'contract.updated', 'contract.paused', 'contract.resumed', 'contract.cancelled', 'contract.expired', 'contract.failed'],
   decide(current, { incoming, changedAt, announce }) {
     if (announce) return { contract: current, events: [{ type: 'contract.created', from: current.status, to: current.status, data: {} }] };
@@ -65,7 +68,19 @@ export const sync = defineCommand({
     }
     const changed = COMPARED.filter((c) => !c.same(current, incoming)).map((c) => c.name);
     // The platform's own fields as it has them, whatever changed: a line's new id with the same content, say.
-    state = { ...incoming, pausedAt: state.pausedAt, resumeAt: state.resumeAt, cancelledAt: state.cancelledAt, cancellationReason: state.cancellationReason, status: state.status };
+    state = {
+      ...incoming,
+      pausedAt: state.pausedAt,
+      resumeAt: state.resumeAt,
+      cancelledAt: state.cancelledAt,
+      cancellationReason: state.cancellationReason,
+      status: state.status,
+      billingStatus: state.billingStatus,
+      billingFailedAttempts: state.billingFailedAttempts,
+      billingNextAttemptAt: state.billingNextAttemptAt,
+      billingCycleDate: state.billingCycleDate,
+      billingLastAttempt: state.billingLastAttempt,
+    };
     // With nothing else changed, the status event's contract is the platform's whole (a line's new id, say).
     if (events.length && !changed.length) events[0].after = state;
     if (changed.length) {

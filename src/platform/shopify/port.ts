@@ -119,6 +119,15 @@ export class ShopifyPlatform implements PlatformPort {
       case 'sync':
         // What the platform said: nothing to tell it.
         return { decision };
+      // Renewals. These record svc's own decisions; the platform's side (the billing attempt created with
+      // subscriptionBillingAttemptCreate after the commit, the next billing date set on the platform after a success
+      // or a missed cycle, dunning's final action carried out there) is completed by the platform billing work.
+      // Until then they decide locally only.
+      case 'bill_now':
+      case 'bill':
+      case 'billing_outcome':
+      case 'billing_missed':
+        return { decision };
       default:
         return unreachable(command);
     }

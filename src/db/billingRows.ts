@@ -1,0 +1,109 @@
+import type { AttemptState, BillingPolicy } from '../domain/billing.js';
+import { Batcher, perDatabase } from './batcher.js';
+import { isDatabaseUnavailable, type Database } from './client.js';
+import { byOrd } from './contractRows.js';
+import { CONTRACT_COLUMNS } from './contractColumns.js';
+import type { ContractRow } from './schema.js';
+
+/**
+ * What renewals read and write besides the change path: the worker's claim of due contracts, an attempt with its
+ * contract and the shop's policy (for an outcome), the attempts still to hand over, and their references. Raw SQL,
+ * batched over concurrent callers where a storm calls them once per attempt.
+ */
+
+/** An attempt's contract, as the change path takes it, with the shop's policy (null: the default). */
+export type AttemptWithContract = { attemptId: string; attemptStatus: AttemptState['status']; policy: BillingPolicy | null; contract: ContractRow };
+
+const ATTEMPTS_WITH_CONTRACTS = `
+  SELECT q.ord::int AS ord, a.id::text AS "attemptId", a.status AS "attemptStatus", p.policy, ${CONTRACT_COLUMNS}
+    FROM unnest($1::bigint[], $2::uuid[], $3::text[]) WITH ORDINALITY AS q(shop_id, attempt_id, reference, ord)
+    CROSS JOIN LATERAL (
+      SELECT b.id, b.status, b.contract_id FROM billing_attempts b WHERE b.id = q.attempt_id AND b.shop_id = q.shop_id
+      UNION ALL
+      SELECT b.id, b.status, b.contract_id FROM billing_attempts b
+       WHERE q.attempt_id IS NULL AND b.shop_id = q.shop_id AND b.platform_reference = q.reference
+      LIMIT 1
+    ) a
+    JOIN subscription_contracts c ON c.id = a.contract_id
+    LEFT JOIN billing_policies p ON p.shop_id = q.shop_id`;
+
+/** The attempts (by id, or by the gateway's reference) with their contracts, batched. */
+export const attemptRows = perDatabase(
+  (db: Database) =>
+    new Batcher<{ shopId: string; attemptId?: string; reference?: string }, AttemptWithContract | undefined>(
+      async (inputs) => {
+        const rows = await db.prepared<Record<string, unknown> & { ord: number }>('svc_billing_attempts_with_contracts', ATTEMPTS_WITH_CONTRACTS, [
+          inputs.map((i) => i.shopId),
+          inputs.map((i) => i.attemptId ?? null),
+          inputs.map((i) => i.reference ?? null),
+        ]);
+        return byOrd(rows, inputs.length).map((r) =>
+          r ? { attemptId: r.attemptId as string, attemptStatus: r.attemptStatus as AttemptState['status'], policy: (r.policy as BillingPolicy | null) ?? null, contract: r as unknown as ContractRow } : undefined,
+        );
+      },
+      { failsEveryInput: isDatabaseUnavailable },
+    ),
+);
+
+const CLAIM_DUE = `
+  WITH due AS (
+    SELECT c.id FROM subscription_contracts c
+     WHERE c.billing_due_at <= $1
+       AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1)
+       AND ($3::bigint IS NULL OR c.shop_id = $3)
+       AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
+     ORDER BY c.billing_due_at
+     LIMIT $2
+       FOR UPDATE OF c SKIP LOCKED
+  )
+  UPDATE subscription_contracts c SET billing_claimed_until = $4 FROM due WHERE c.id = due.id
+  RETURNING ${CONTRACT_COLUMNS}`;
+
+/**
+ * Claims up to `limit` contracts due by `now` (oldest first) for `until`, in one statement: a contract another
+ * worker holds or has claimed is skipped, so concurrent workers share a storm instead of all planning the same
+ * contracts. The claim only spreads the work: that a cycle is billed once is the change path's version check and
+ * the attempts' unique key. Never a contract of a shop that uninstalled the app.
+ */
+export async function claimDueContracts(db: Database, a: { now: Date; until: Date; limit: number; shopId?: string }): Promise<ContractRow[]> {
+  return db.prepared<ContractRow>('svc_billing_claim_due', CLAIM_DUE, [a.now, a.limit, a.shopId ?? null, a.until]);
+}
+
+/** An attempt to hand over (again) to the gateway. */
+export type UnsubmittedAttempt = { id: string; shopId: string; contractId: string; cycleDate: Date; attempt: number; idempotencyKey: string; amount: string; currencyCode: string };
+
+const UNSUBMITTED = `
+  SELECT b.id::text, b.shop_id::text AS "shopId", b.contract_id::text AS "contractId", b.cycle_date AS "cycleDate", b.attempt,
+         b.idempotency_key AS "idempotencyKey", b.amount::text AS amount, b.currency_code AS "currencyCode"
+    FROM billing_attempts b
+    JOIN shops s ON s.id = b.shop_id AND s.uninstalled_at IS NULL
+   WHERE b.status = 'pending' AND b.created_at <= $1
+     AND (b.submitted_at IS NULL OR b.submitted_at <= $2)
+   ORDER BY b.created_at
+   LIMIT $3`;
+
+/**
+ * Pending attempts created before `createdBefore` that were never handed over (a crash between the commit and the
+ * gateway's answer) or whose outcome has not come since `submittedBefore`: the gateway is asked again, with the same
+ * idempotency key.
+ */
+export function unsubmittedAttempts(db: Database, a: { createdBefore: Date; submittedBefore: Date; limit: number }): Promise<UnsubmittedAttempt[]> {
+  return db.prepared<UnsubmittedAttempt>('svc_billing_unsubmitted', UNSUBMITTED, [a.createdBefore, a.submittedBefore, a.limit]);
+}
+
+const MARK_SUBMITTED = `
+  UPDATE billing_attempts b SET submitted_at = $3, platform_reference = coalesce(q.reference, b.platform_reference)
+    FROM unnest($1::uuid[], $2::text[]) AS q(id, reference)
+   WHERE b.id = q.id`;
+
+/** Records that attempts were handed over, with the references the gateway answered (batched). */
+export const submittedAttempts = perDatabase(
+  (db: Database) =>
+    new Batcher<{ id: string; reference: string | null; at: Date }, void>(
+      async (inputs) => {
+        await db.prepared('svc_billing_mark_submitted', MARK_SUBMITTED, [inputs.map((i) => i.id), inputs.map((i) => i.reference), inputs[0].at]);
+        return inputs.map(() => undefined);
+      },
+      { failsEveryInput: isDatabaseUnavailable, maxBatch: 500 },
+    ),
+);

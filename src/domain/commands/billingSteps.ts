@@ -1,0 +1,68 @@
+import type { AttemptState, AttemptTrigger } from '../billing.js';
+import { isBillingPending } from '../billing.js';
+import type { ContractState } from '../contract.js';
+import { addInterval, iso, isoString } from '../time.js';
+import type { Decision } from './command.js';
+
+/** What the billing commands share: when a contract is due, a new attempt, and where a paid cycle leaves the schedule. */
+
+/** Nothing to record: the contract is not (or no longer) in the state the command was asked from. */
+export const unchanged = (contract: ContractState): Decision => ({ contract, events: [] });
+
+/**
+ * When an ACTIVE contract with no attempt awaiting its outcome is next billed: at its scheduled retry while a failed
+ * cycle is being retried, else at its next billing date. (The database keeps the same as `billing_due_at`.)
+ */
+export function billingDueAt(s: ContractState): Date | null {
+  if (s.status !== 'ACTIVE' || isBillingPending(s)) return null;
+  return s.billingNextAttemptAt ?? s.nextBillingDate;
+}
+
+export function isBillingDue(s: ContractState, now: Date): boolean {
+  const due = billingDueAt(s);
+  return due !== null && due.getTime() <= now.getTime();
+}
+
+/** A cycle's next attempt number: one more than the contract's latest attempt of the same cycle, else 1. */
+export function attemptNumber(s: ContractState, cycleDate: Date): number {
+  const last = s.billingLastAttempt;
+  return last && Date.parse(last.cycleDate) === cycleDate.getTime() ? last.attempt + 1 : 1;
+}
+
+/** A pending attempt of `cycleDate` for the contract's total as it is now. */
+export function newAttempt(s: ContractState, a: { id: string; cycleDate: Date; attempt: number; trigger: AttemptTrigger; now: Date }): AttemptState {
+  return {
+    id: a.id,
+    cycleDate: isoString(a.cycleDate),
+    attempt: a.attempt,
+    trigger: a.trigger,
+    status: 'pending',
+    errorCode: null,
+    platformErrorCode: null,
+    errorMessage: null,
+    nextActionUrl: null,
+    order: null,
+    amount: { amount: s.totals.total, currencyCode: s.totals.currencyCode },
+    createdAt: isoString(a.now),
+    completedAt: null,
+  };
+}
+
+/**
+ * The next billing date once cycle `cycleDate` is paid (or skipped): one interval after the cycle, so the schedule
+ * keeps its anchor, unless the date already moved past the cycle (bill_now restarts the schedule when it bills).
+ */
+export function afterCycle(s: ContractState, cycleDate: Date): Date {
+  if (s.nextBillingDate.getTime() > cycleDate.getTime()) return s.nextBillingDate;
+  return addInterval(cycleDate, s.billingInterval, s.billingIntervalCount);
+}
+
+/** The data of a billing event: the attempt (as the contract keeps it) and, when the schedule moved, the dates. */
+export function attemptData(attempt: AttemptState, before?: ContractState, after?: ContractState): Record<string, unknown> {
+  const data: Record<string, unknown> = { attempt };
+  if (before && after && before.nextBillingDate.getTime() !== after.nextBillingDate.getTime()) {
+    data.previousNextBillingDate = iso(before.nextBillingDate);
+    data.nextBillingDate = iso(after.nextBillingDate);
+  }
+  return data;
+}

@@ -1,0 +1,46 @@
+import { attemptRows } from '../db/billingRows.js';
+import { DEFAULT_BILLING_POLICY, type BillingOutcome } from '../domain/billing.js';
+import { ServiceError } from '../domain/errors.js';
+import type { Actor } from '../domain/resources.js';
+import { changeContract } from './changeContract.js';
+import type { ServiceContext } from './context.js';
+
+/** The actor of every change renewals make by themselves. */
+export const BILLING_ACTOR: Actor = { type: 'billing' };
+
+export type OutcomeReport = {
+  shopId: string;
+  /** svc's id of the attempt, or (one of the two) the reference the gateway or platform answered for it. */
+  attemptId?: string;
+  reference?: string;
+  outcome: BillingOutcome;
+};
+
+/**
+ * THE entry point of every billing outcome, whatever its source (the test gateway, the platform's webhooks, a poll
+ * of a pending attempt): it goes through the change path as the billing_outcome command (actor billing), so the
+ * attempt, the contract (its schedule, its dunning, a final action), the events and their webhooks commit together.
+ * Idempotent: an outcome already recorded, or one for an attempt that is no longer the contract's latest, changes
+ * nothing (`changed: false`). Concurrent outcomes are written together (the change path's group commit). Throws
+ * not_found for an attempt svc does not know in that shop.
+ */
+export async function recordBillingOutcome(ctx: ServiceContext, report: OutcomeReport): Promise<{ changed: boolean; contractId: string }> {
+  if (!report.attemptId && !report.reference) throw new ServiceError('invalid_request', 'An outcome names its attempt by id or by reference.');
+  const found = await attemptRows(ctx.db).load({ shopId: report.shopId, attemptId: report.attemptId, reference: report.reference });
+  if (!found) throw new ServiceError('not_found', 'No billing attempt with this id or reference exists for this shop.');
+  const contractId = found.contract.id;
+  // Settled already, and not an action_required attempt the customer came back to: nothing to plan.
+  if (found.attemptStatus !== 'pending' && !(found.attemptStatus === 'action_required' && report.outcome.kind !== 'action_required')) {
+    return { changed: false, contractId };
+  }
+  const committed = await changeContract(ctx, {
+    shopId: report.shopId,
+    contractId,
+    read: found.contract,
+    request: {
+      command: { name: 'billing_outcome', input: { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY } },
+      actor: BILLING_ACTOR,
+    },
+  });
+  return { changed: !!committed?.changed, contractId };
+}
