@@ -10,6 +10,7 @@ import { installApiKeyGate, isApiPath, type ApiKeyGate, type RateLimitOptions } 
 import { adminUiRoutes } from './http/admin/static.js';
 import { contractRoutes } from './http/api/v1/contracts.js';
 import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
+import { billingRoutes } from './http/api/v1/billing.js';
 import { clientErrorHandler, frameworkErrors, keyInUrl, newRequestId, registerErrorHandling, sendError } from './http/errors.js';
 import { installJsonBodyParser } from './http/body.js';
 import { DEFAULT_CLIENT_LIMITS, limitConnectionsPerAddress, refuseConnect, requestTimeoutOptions, type ClientLimits } from './http/connections.js';
@@ -146,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(contractRoutes, { ctx: deps.ctx });
       await api.register(webhookEndpointRoutes, { ctx: deps.ctx });
+      await api.register(billingRoutes, { ctx: deps.ctx });
     },
     { prefix: '/api/v1' },
   );

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parseUtcTimestamp } from './domain/time.js';
+import { durationMs } from './domain/billing.js';
 
 // 0 lets the OS pick a free port (several instances on one host, tests); the bound address is logged at start.
 const port = z.coerce.number().int().min(0).max(65535);
@@ -62,6 +63,14 @@ const ConfigSchema = z.object({
   SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
   // How often reconciliation re-reads the contracts updated since its last sweep (PRODUCT §9: 15 minutes).
   PLATFORM_SYNC_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
+  // Renewals: bill ACTIVE contracts on their next billing date (off: nothing is billed by this instance); a cycle
+  // later than BILLING_MAX_LATE (an ISO 8601 duration) is recorded as missed instead; attempts in flight per process.
+  BILLING: z.enum(['on', 'off']).default('on'),
+  BILLING_MAX_LATE: z
+    .string()
+    .refine((v) => (durationMs(v) ?? 0) >= 60_000, { message: 'must be an ISO 8601 duration of at least a minute, e.g. P3D or PT12H' })
+    .default('P3D'),
+  BILLING_CONCURRENCY: positiveInt.max(10_000).default(64),
   // Optional bearer token for GET /metrics; without it /metrics is open (keep the port on a private network).
   METRICS_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, { message: 'must be at least 16 characters' }),
   // Which proxies' X-Forwarded-For to believe for the client IP (the failed-authentication limit is per IP).
@@ -94,7 +103,11 @@ export type Config = {
   webhookDispatchIntervalMs: number;
   webhookTimeoutMs: number;
   platform: PlatformConfig;
+  billing: BillingConfig;
 };
+
+/** Renewals: whether this instance bills, how late a cycle may be billed, and how many attempts it has in flight. */
+export type BillingConfig = { enabled: boolean; maxLateMs: number; concurrency: number };
 
 /** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
 export type PlatformConfig = { kind: 'standalone' } | ShopifyConfig;
@@ -166,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
     platform,
+    billing: { enabled: e.BILLING === 'on', maxLateMs: durationMs(e.BILLING_MAX_LATE)!, concurrency: e.BILLING_CONCURRENCY },
   };
 }
 

@@ -10,6 +10,8 @@ import { createWorkers } from './workers/index.js';
 import { RequestLoad } from './http/load.js';
 import { systemResolve } from './webhooks/addressGuard.js';
 import { shopifyPlatform } from './platform/shopify/index.js';
+import { TestGateway } from './services/testGateway.js';
+import { recordBillingOutcome } from './services/recordBillingOutcome.js';
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
 async function main(): Promise<void> {
@@ -46,6 +48,12 @@ async function main(): Promise<void> {
     platform: platform?.port,
   });
   const shopify = platform?.attach(ctx, { publicUrl: config.publicUrl, log });
+  // Renewals: in standalone mode payments go through the built-in test gateway. (Platform mode's billing attempts
+  // are the platform's: wired by the platform billing work; until then platform mode does not bill.)
+  if (config.billing.enabled && config.platform.kind === 'standalone') {
+    const gateway = new TestGateway({ db: database.db, record: (report) => recordBillingOutcome(ctx, report), warn: (o, m) => log.warn(o, m) });
+    ctx.billing = { gateway, maxLateMs: config.billing.maxLateMs };
+  }
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
   const load = new RequestLoad();
   const workers = createWorkers(ctx, {
@@ -55,6 +63,7 @@ async function main(): Promise<void> {
     load,
     log,
     shopify: shopify && config.platform.kind === 'shopify' ? { services: shopify, syncIntervalMs: config.platform.syncIntervalMs } : undefined,
+    billing: { intervalMs: config.schedulerIntervalMs, maxLateMs: config.billing.maxLateMs, concurrency: config.billing.concurrency },
   });
   const limits = createRateLimitStore({ redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix, clock: systemClock, warn: (o, m) => log.warn(o, m) });
   const app = await buildApp({

@@ -16,6 +16,9 @@ const TOOL_NAMES = [
   'reschedule_subscription_contract',
   'list_contract_events',
   'edit_subscription_contract',
+  'bill_now',
+  'list_billing_attempts',
+  'get_upcoming_renewals',
 ];
 
 describe('MCP over Streamable HTTP: the tools do what the API does', () => {
@@ -71,7 +74,11 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
       skip_next_order: false,
       reschedule_subscription_contract: false,
       edit_subscription_contract: false,
+      bill_now: false,
     });
+    // bill_now charges the customer: destructive, and every call bills again.
+    expect(byName.bill_now.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    for (const name of ['list_billing_attempts', 'get_upcoming_renewals']) expect(byName[name].annotations).toMatchObject({ readOnlyHint: true });
     expect(byName.edit_subscription_contract.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
   });
 

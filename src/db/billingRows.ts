@@ -49,20 +49,21 @@ const CLAIM_DUE = `
   WITH due AS (
     SELECT c.id FROM subscription_contracts c
      WHERE c.billing_due_at <= $1
-       AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1)
+       AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
        AND ($3::bigint IS NULL OR c.shop_id = $3)
        AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
      ORDER BY c.billing_due_at
      LIMIT $2
        FOR UPDATE OF c SKIP LOCKED
   )
-  UPDATE subscription_contracts c SET billing_claimed_until = $4 FROM due WHERE c.id = due.id
+  UPDATE subscription_contracts c SET billing_claimed_until = $4, billing_claimed_version = c.version FROM due WHERE c.id = due.id
   RETURNING ${CONTRACT_COLUMNS}`;
 
 /**
  * Claims up to `limit` contracts due by `now` (oldest first) for `until`, in one statement: a contract another
  * worker holds or has claimed is skipped, so concurrent workers share a storm instead of all planning the same
- * contracts. The claim only spreads the work: that a cycle is billed once is the change path's version check and
+ * contracts. A claim holds until `until` or the contract's next change, whichever comes first (a retry due soon
+ * after the outcome is not kept waiting). The claim only spreads the work: that a cycle is billed once is the change path's version check and
  * the attempts' unique key. Never a contract of a shop that uninstalled the app.
  */
 export async function claimDueContracts(db: Database, a: { now: Date; until: Date; limit: number; shopId?: string }): Promise<ContractRow[]> {

@@ -25,7 +25,7 @@ export async function eraseCustomerRows(run: RunSql, shopId: string, shopDomain:
 }
 
 /** Every table holding a shop's rows by shop id, children first. */
-const SHOP_TABLES = ['webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
+const SHOP_TABLES = ['webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'billing_attempts', 'billing_policies', 'shop_order_counters', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
 
 /** Deletes every row of a shop, the shop's own included, in the transaction of `run`. */
 export async function deleteShopRows(run: RunSql, shopId: string, shopDomain: string): Promise<void> {

@@ -24,7 +24,7 @@ declare module 'fastify' {
      * A route whose service records its result with its effect (services/idempotency.ts): a 200 is already kept,
      * and a replay renders the response from the recorded result with `render`, as the route renders a fresh one.
      */
-    recordsResult?: { render(result: unknown): unknown };
+    recordsResult?: { render(result: unknown, req: FastifyRequest): unknown };
   }
 }
 
@@ -97,7 +97,7 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     metrics?.idempotency('replayed');
     const { recorded } = result;
     const render = req.routeOptions.config.recordsResult?.render;
-    const body = 'result' in recorded && render ? JSON.stringify(render(recorded.result)) : withRequestId((recorded as { body: string }).body, String(req.id));
+    const body = 'result' in recorded && render ? JSON.stringify(render(recorded.result, req)) : withRequestId((recorded as { body: string }).body, String(req.id));
     reply.header('idempotent-replayed', 'true').header('original-request-id', result.originalRequestId);
     return reply.code(result.statusCode).type('application/json; charset=utf-8').send(body);
   };

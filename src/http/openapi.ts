@@ -19,6 +19,11 @@ export const OPENAPI_TAGS = [
     description:
       'Where svc sends contract events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, in order per contract, with a delivery log.',
   },
+  {
+    name: 'Renewals',
+    description:
+      'svc bills every ACTIVE contract on its next billing date, once per cycle, and retries failed payments on the shop\'s policy: the billing attempts, upcoming renewals and the policy. Bill at once with the bill_now action.',
+  },
 ];
 
 export function openapiDocument(publicUrl: string | undefined): NonNullable<FastifyDynamicSwaggerOptions['openapi']> {

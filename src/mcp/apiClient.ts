@@ -109,5 +109,10 @@ export function httpOperations(
     actOnContract: async (id, body) => (await call<{ contract: never }>('POST', `${contract(id)}/actions`, body)).contract,
     listContractEvents: (id, { limit, cursor }) => call('GET', `${contract(id)}/events${query({ limit, cursor })}`),
     editContract: (id, body) => call('POST', `${contract(id)}/edits`, body),
+    listBillingAttempts: ({ contractId, status, since, limit, cursor }) =>
+      contractId
+        ? call('GET', `${contract(contractId)}/billing-attempts${query({ limit, cursor })}`)
+        : call('GET', `/api/v1/billing-attempts${query({ status, since, limit, cursor })}`),
+    getUpcomingRenewals: (id, count) => call('GET', `${contract(id)}/upcoming${query({ count })}`),
   };
 }

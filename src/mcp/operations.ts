@@ -1,5 +1,8 @@
 import type { ContractStatus } from '../domain/contract.js';
-import type { Contract, ContractEvent } from '../domain/resources.js';
+import type { AttemptStatus } from '../domain/billing.js';
+import type { BillingAttempt, Contract, ContractEvent } from '../domain/resources.js';
+import { listBillingAttempts, listContractBillingAttempts } from '../services/listBillingAttempts.js';
+import { getUpcomingRenewals, type UpcomingRenewalOut } from '../services/upcomingRenewals.js';
 import { actOnContract } from '../services/actOnContract.js';
 import { editContract } from '../services/editContract.js';
 import type { Caller } from '../services/caller.js';
@@ -22,6 +25,9 @@ export type ContractOperations = {
   listContractEvents(contractId: string, query: Page): Promise<{ events: ContractEvent[]; nextCursor: string | null }>;
   /** `body` is an edit body exactly as the API takes it (`operations`, `preview`); the service validates it. */
   editContract(contractId: string, body: Record<string, unknown>): Promise<{ contract: Contract; preview: boolean }>;
+  /** One contract's attempts (with `contractId`), else the shop's (by status, created since). */
+  listBillingAttempts(query: Page & { contractId?: string; status?: AttemptStatus; since?: string }): Promise<{ billingAttempts: BillingAttempt[]; nextCursor: string | null }>;
+  getUpcomingRenewals(contractId: string, count?: number): Promise<{ upcoming: UpcomingRenewalOut[] }>;
 };
 
 /** The services, for one authenticated caller: the same functions the HTTP routes call. */
@@ -32,5 +38,10 @@ export function serviceOperations(ctx: ServiceContext, caller: Caller): Contract
     actOnContract: (contractId, body) => actOnContract({ ctx, input: { caller, contractId, body } }),
     listContractEvents: (contractId, { limit, cursor }) => listContractEvents({ ctx, input: { caller, contractId, limit, cursor } }),
     editContract: (contractId, body) => editContract({ ctx, input: { caller, contractId, body } }),
+    listBillingAttempts: ({ contractId, status, since, limit, cursor }) =>
+      contractId
+        ? listContractBillingAttempts({ ctx, input: { caller, contractId, limit, cursor } })
+        : listBillingAttempts({ ctx, input: { caller, status, since, limit, cursor } }),
+    getUpcomingRenewals: (contractId, count) => getUpcomingRenewals({ ctx, input: { caller, contractId, count } }),
   };
 }

@@ -5,7 +5,9 @@ import { EditOperationSchema } from '../domain/commands/edits/index.js';
 import { EditBody, MAX_EDIT_OPERATIONS } from '../domain/commands/edit.js';
 import { ContractId as ContractIdRule } from '../domain/contractId.js';
 import { PAGE_LIMIT, PageLimit } from '../domain/paging.js';
-import { Contract, ContractEvent } from '../domain/resources.js';
+import { BillingAttempt, Contract, ContractEvent, Line, Money } from '../domain/resources.js';
+import { ATTEMPT_STATUSES } from '../domain/billing.js';
+import { UtcTimestamp } from '../domain/time.js';
 import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
 import type { ContractOperations } from './operations.js';
 
@@ -26,6 +28,11 @@ const Cursor = ListContractsQuery.shape.cursor.describe(
 const ContractResult = z.object({ contract: Contract });
 const ContractListResult = z.object({ contracts: z.array(Contract), nextCursor: z.string().nullable() });
 const EventListResult = z.object({ events: z.array(ContractEvent), nextCursor: z.string().nullable() });
+const BillNowResult = z.object({ contract: Contract, billingAttempt: BillingAttempt });
+const AttemptListResult = z.object({ billingAttempts: z.array(BillingAttempt), nextCursor: z.string().nullable() });
+const UpcomingResult = z.object({
+  upcoming: z.array(z.object({ date: z.string(), skipped: z.boolean(), lines: z.array(Line), total: Money })),
+});
 
 type Annotations = {
   title: string;
@@ -146,13 +153,15 @@ function actionTool(action: ActionName): ToolDefinition {
     title: t.title,
     description: t.description,
     input: z.strictObject({ contractId: ContractId, ...described }),
-    output: ContractResult,
+    output: action === 'bill_now' ? BillNowResult : ContractResult,
     annotations: t.annotations,
     readsContractFirst: true,
     run: async (ops, args) => {
       const { contractId, ...rest } = args;
       const body = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-      return { contract: await ops.actOnContract(contractId as string, { action, ...body }) };
+      const contract = await ops.actOnContract(contractId as string, { action, ...body });
+      // bill_now's attempt is the contract's latest.
+      return action === 'bill_now' ? { contract, billingAttempt: contract.billing.lastAttempt } : { contract };
     },
   };
 }
@@ -209,6 +218,39 @@ export const TOOLS: readonly ToolDefinition[] = [
   },
   ...ACTION_NAMES.map(actionTool),
   editTool,
+  {
+    name: 'list_billing_attempts',
+    title: 'List billing attempts',
+    description:
+      'Billing attempts (renewal charges), newest first: of one contract when contractId is given, else of the whole ' +
+      'shop, optionally only one status (pending, succeeded, failed, action_required) or those created since a moment. ' +
+      'Each has its cycle date, attempt number, trigger (schedule, retry, bill_now), status and outcome: the order ' +
+      '(id, name, amount) on success, the error code and message on failure, a URL where the customer authenticates ' +
+      'when action is required. Paged: pass nextCursor back as cursor.',
+    input: z.strictObject({
+      contractId: ContractId.optional().describe('Only this contract\'s attempts (a string of 1 to 19 digits); omit for the whole shop.'),
+      status: z.enum(ATTEMPT_STATUSES).optional().describe('Only attempts with this status (ignored with contractId).'),
+      since: UtcTimestamp.optional().describe('Only attempts created at or after this moment, e.g. "2026-11-01T00:00:00Z" (ignored with contractId).'),
+      limit: Limit('attempts'),
+      cursor: Cursor,
+    }),
+    output: AttemptListResult,
+    annotations: read('List billing attempts'),
+    readsContractFirst: false,
+    run: (ops, args) => ops.listBillingAttempts(args as Parameters<typeof ops.listBillingAttempts>[0]),
+  },
+  {
+    name: 'get_upcoming_renewals',
+    title: 'Get upcoming renewals',
+    description:
+      'The next renewals of one contract as they will be billed: each one\'s date, lines and total. Takes a pause with ' +
+      'a resume date into account; none for a cancelled, expired or failed contract, or one paused until resumed.',
+    input: z.strictObject({ contractId: ContractId, count: z.number().int().min(1).max(24).optional().describe('How many renewals, 1 to 24 (default 6).') }),
+    output: UpcomingResult,
+    annotations: read('Get upcoming renewals'),
+    readsContractFirst: true,
+    run: (ops, args) => ops.getUpcomingRenewals(id(args), args.count as number | undefined),
+  },
   {
     name: 'list_contract_events',
     title: 'List a contract\'s history',

@@ -1,4 +1,5 @@
 import type { Database } from '../db/client.js';
+import type { BillingGateway } from './billingGateway.js';
 import { systemResolve, type AddressPolicy } from '../webhooks/addressGuard.js';
 import { standalonePlatform, type PlatformPort } from './platform.js';
 
@@ -15,6 +16,11 @@ export type ServiceContext = {
   platform: PlatformPort;
   /** Where webhooks may be sent (WEBHOOKS_ALLOW_PRIVATE) and how names resolve: the SSRF guard's policy. */
   webhookAddresses: AddressPolicy;
+  /**
+   * Renewals: where attempts are charged (the test gateway in standalone mode, the platform's billing otherwise),
+   * and how late a cycle may still be billed. Absent when billing is off (BILLING=off): bill_now is then refused.
+   */
+  billing?: { gateway: BillingGateway; maxLateMs: number };
   /** Warnings that must not fail a request (a late last-used write, say). */
   warn?: (obj: object, msg: string) => void;
 };

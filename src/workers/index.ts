@@ -6,6 +6,7 @@ import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
 import { PlatformInboxWorker, ReconcileWorker } from './platform.js';
+import { BillingWorker, type BillingWorkerOptions } from './billing.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
 
@@ -23,6 +24,8 @@ export function createWorkers(
     log?: WorkerLog;
     /** Platform mode: the platform's webhooks are processed, and reconciliation runs every `syncIntervalMs`. */
     shopify?: { services: Shopify; syncIntervalMs: number };
+    /** Renewals (BILLING=on): the billing worker, when the context has a gateway. */
+    billing?: Omit<BillingWorkerOptions, 'log'>;
   },
 ) {
   // Requests come first: while they arrive this fast, the dispatcher gives way (webhookDispatcher.ts).
@@ -32,13 +35,15 @@ export function createWorkers(
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : [])];
+  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
+  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : []), ...(billing ? [billing] : [])];
   return {
     resumeSweep,
     idempotencyCleanup,
     webhookDispatcher,
     platformInbox,
     reconcile,
+    billing,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
   };

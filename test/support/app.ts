@@ -10,6 +10,8 @@ import { signSessionToken, type AppCredentials } from '../../src/services/sessio
 import { setShopPlan } from '../../src/services/shops.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { shopifyPlatform, type Shopify } from '../../src/platform/shopify/index.js';
+import { ManualScheduler, TestGateway } from '../../src/services/testGateway.js';
+import { recordBillingOutcome } from '../../src/services/recordBillingOutcome.js';
 
 /** A clock tests move by hand: no sleeps, no flakiness. */
 export class TestClock implements Clock {
@@ -40,6 +42,8 @@ export type TestApp = {
   ctx: ServiceContext;
   /** Platform mode's services (with `shopify`). */
   shopify?: Shopify;
+  /** Renewals: the test gateway, whose outcomes wait in `scheduler` until a test runs them (scheduler.runAll()). */
+  billing: { gateway: TestGateway; scheduler: ManualScheduler };
   clock: TestClock;
   database: TestDatabase;
   /** Every log line the app wrote. */
@@ -79,6 +83,9 @@ export async function startTestApp(
     webhookAddresses: opts.webhookAddresses ?? { allowPrivate: true, resolve: systemResolve },
     platform: platform?.port,
   });
+  const scheduler = new ManualScheduler();
+  const gateway = new TestGateway({ db: database.db, record: (report) => recordBillingOutcome(ctx, report) }, { scheduler });
+  if (!opts.shopify) ctx.billing = { gateway, maxLateMs: 3 * 86_400_000 };
   const publicUrl = opts.shopify?.publicUrl;
   const shopify = platform?.attach(ctx, {
     publicUrl: () => publicUrl!(),
@@ -96,6 +103,7 @@ export async function startTestApp(
     app,
     ctx,
     shopify,
+    billing: { gateway, scheduler },
     clock,
     database,
     logs,

@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Act on a subscription contract
-         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate). Returns the contract after the action. Actions on one contract are serialised.
+         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending). Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits its outcome they are refused with 409 billing_in_progress.
          */
         post: operations["actOnSubscriptionContract"];
         delete?: never;
@@ -256,6 +256,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscription-contracts/{contract_id}/billing-attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a contract's billing attempts
+         * @description Every billing attempt of the contract, newest first: its cycle, number, trigger, status and outcome (the order, or the error).
+         */
+        get: operations["listContractBillingAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/billing-attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the shop's billing attempts
+         * @description The shop's billing attempts, newest first, optionally only those with one status or created since a moment.
+         */
+        get: operations["listBillingAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscription-contracts/{contract_id}/upcoming": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a contract's upcoming renewals
+         * @description The next renewals as svc will make them: dates, what each delivers and bills. None for a cancelled, expired or failed contract, or one paused with no resume date; from the resume date for one paused until then.
+         */
+        get: operations["getUpcomingRenewals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/billing-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the shop's billing policy
+         * @description How svc recovers a failed payment: the waits before each payment retry, how out-of-stock failures are retried, and what happens to the contract after the last failure. The merchant sets it in Settings → Billing.
+         */
+        get: operations["getBillingPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -339,6 +419,25 @@ export interface components {
             /** @example 24.00 */
             amount: string;
             currencyCode: string;
+        };
+        BillingPolicy: {
+            /** @description Waits before each retry of a failed payment, each counted from the previous attempt; at most 10. */
+            paymentRetries: string[];
+            /** @description How an out-of-stock failure is retried. */
+            inventoryRetries: {
+                /**
+                 * @description Wait between retries of an out-of-stock failure.
+                 * @example P1D
+                 */
+                every: string;
+                /** @description Retries at most (0 to 10); then the cycle is skipped. */
+                max: number;
+            };
+            /**
+             * @description What happens to the contract after the last failed payment retry.
+             * @enum {string}
+             */
+            finalAction: "fail" | "pause" | "cancel" | "skip";
         };
         WebhookEndpoint: {
             id: string;
@@ -444,6 +543,61 @@ export interface components {
             total: string;
             currencyCode: string;
         };
+        BillingAttempt: {
+            id: string;
+            contractId: string;
+            /**
+             * Format: date-time
+             * @description The cycle billed, named by the next billing date it was due at.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            cycleDate: string;
+            /** @description 1 for the first attempt of the cycle, then one more per retry. */
+            attempt: number;
+            /**
+             * @description schedule: the cycle came due; retry: dunning; bill_now: the bill_now action.
+             * @enum {string}
+             */
+            trigger: "schedule" | "retry" | "bill_now";
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed" | "action_required";
+            /** @description The failure, normalised (failed only). */
+            errorCode: ("insufficient_funds" | "card_declined" | "authentication_failed" | "processing_error" | "expired_card" | "payment_method_revoked" | "fraud" | "out_of_stock") | null;
+            /** @description The payment gateway's or platform's own code of the failure. */
+            platformErrorCode: string | null;
+            errorMessage: string | null;
+            /** @description action_required: where the customer authenticates, when known. */
+            nextActionUrl: string | null;
+            /** @description The order the attempt made (succeeded only). */
+            order: {
+                id: string;
+                /** @example #1001 */
+                name: string;
+                /** @example 24.00 */
+                amount: string;
+                currencyCode: string;
+            } | null;
+            /** @description What the attempt bills: the contract's total when it was made. */
+            amount: components["schemas"]["Money"];
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            createdAt: string;
+            completedAt: string | null;
+        };
+        ContractBilling: {
+            /**
+             * @description ok, retrying (a failed payment will be retried) or action_required (the customer must authenticate).
+             * @enum {string}
+             */
+            status: "ok" | "retrying" | "action_required";
+            /** @description Failed attempts of the cycle being billed. */
+            failedAttempts: number;
+            /** @description When the next retry is made, if one is scheduled. */
+            nextAttemptAt: string | null;
+            lastAttempt: components["schemas"]["BillingAttempt"] | null;
+        };
         SubscriptionContract: {
             /** @example 4242 */
             id: string;
@@ -478,6 +632,7 @@ export interface components {
             resumeAt: string | null;
             cancelledAt: string | null;
             cancellationReason: string | null;
+            billing: components["schemas"]["ContractBilling"];
             /**
              * Format: date-time
              * @example 2026-12-01T00:00:00.000Z
@@ -500,7 +655,7 @@ export interface components {
             at: string;
             actor: {
                 /** @enum {string} */
-                type: "api_key" | "mcp" | "admin" | "scheduler" | "platform";
+                type: "api_key" | "mcp" | "admin" | "scheduler" | "platform" | "billing";
                 keyFingerprint?: string;
             };
             /** @enum {string} */
@@ -841,11 +996,14 @@ export interface operations {
                      * @example 2027-01-05T00:00:00Z
                      */
                     nextBillingDate: string;
+                } | {
+                    /** @enum {string} */
+                    action: "bill_now";
                 };
             };
         };
         responses: {
-            /** @description The contract after the action. */
+            /** @description The contract after the action (and, for bill_now, the billing attempt). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -853,6 +1011,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         contract: components["schemas"]["SubscriptionContract"];
+                        billingAttempt?: components["schemas"]["BillingAttempt"];
                     };
                 };
             };
@@ -901,7 +1060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress */
+            /** @description invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome) or idempotency_in_progress */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1212,7 +1371,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "*")[];
                 };
             };
         };
@@ -1556,7 +1715,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description The event types sent to this endpoint, or ["*"] for all of them. */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "*")[];
                     /**
                      * @description disabled: nothing is sent until it is enabled again.
                      * @enum {string}
@@ -1703,7 +1862,7 @@ export interface operations {
                      * @default contract.paused
                      * @enum {string}
                      */
-                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed";
+                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed";
                 };
             };
         };
@@ -2270,6 +2429,360 @@ export interface operations {
             };
             /** @description idempotency_key_reused: same Idempotency-Key with a different request */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listContractBillingAttempts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description nextCursor from the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The subscription contract id: 1 to 19 digits. */
+                contract_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts, newest first; nextCursor is null on the last page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        billingAttempts: components["schemas"]["BillingAttempt"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such contract in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBillingAttempts: {
+        parameters: {
+            query?: {
+                /** @description Only attempts with this status. */
+                status?: "pending" | "succeeded" | "failed" | "action_required";
+                /** @description Only attempts created at or after this moment (ISO 8601 UTC, ending in Z). */
+                since?: string;
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description nextCursor from the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts, newest first; nextCursor is null on the last page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        billingAttempts: components["schemas"]["BillingAttempt"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUpcomingRenewals: {
+        parameters: {
+            query?: {
+                /** @description How many renewals, 1 to 24 (default 6). */
+                count?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The subscription contract id: 1 to 19 digits. */
+                contract_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upcoming renewals, soonest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upcoming: {
+                            /**
+                             * Format: date-time
+                             * @description When svc bills this renewal.
+                             */
+                            date: string;
+                            skipped: boolean;
+                            lines: components["schemas"]["ContractLine"][];
+                            total: components["schemas"]["Money"];
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such contract in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBillingPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shop's dunning policy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPolicy"];
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -16,8 +16,10 @@ ALTER TABLE subscription_contracts ADD COLUMN billing_last_attempt jsonb;
 -- Standalone mode: how the contract's simulated payment method answers the test gateway.
 ALTER TABLE subscription_contracts ADD COLUMN payment_behaviour text NOT NULL DEFAULT 'succeeds'
   CHECK (payment_behaviour IN ('succeeds', 'insufficient_funds', 'card_declined', 'expired_card', 'requires_action', 'out_of_stock'));
--- A billing worker's claim on a due contract (one statement claims a batch; another worker skips it until then).
+-- A billing worker's claim on a due contract (one statement claims a batch; another worker skips it until then, or
+-- until the contract changes: the claim holds for the version it was made at).
 ALTER TABLE subscription_contracts ADD COLUMN billing_claimed_until timestamptz(3);
+ALTER TABLE subscription_contracts ADD COLUMN billing_claimed_version integer;
 -- When the contract is next due to be billed: an ACTIVE contract with no attempt awaiting its outcome is due at its
 -- scheduled retry, else at its next billing date. Kept by the database from the state, so no writer can forget it,
 -- and indexed for the worker's claim.
@@ -72,3 +74,8 @@ CREATE TABLE shop_order_counters (
   shop_id bigint PRIMARY KEY REFERENCES shops (id),
   last_number bigint NOT NULL
 );
+
+-- The changes renewals make by themselves are recorded with the actor `billing`.
+ALTER TABLE contract_events DROP CONSTRAINT contract_events_actor_type_check;
+ALTER TABLE contract_events ADD CONSTRAINT contract_events_actor_type_check
+  CHECK (actor_type IN ('api_key', 'mcp', 'admin', 'scheduler', 'platform', 'billing'));

@@ -18,6 +18,7 @@ import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js
 import { ErrorEnvelope } from '../errors.js';
 import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
+import { getBillingPolicy, setBillingPolicy } from '../../services/billingPolicy.js';
 import type { Shopify } from '../../platform/shopify/index.js';
 import { APP_SUBSCRIPTION_STATUSES } from '../../platform/shopify/install.js';
 
@@ -171,4 +172,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
 
   adminContractRoutes(app, ctx, caller);
   adminWebhookRoutes(app, ctx, caller);
+  // Settings → Billing: the shop's dunning policy.
+  r.get('/billing-policy', async (req) => getBillingPolicy({ ctx, input: { caller: caller(req) } }));
+  r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { caller: caller(req), body: req.body } }));
 }

@@ -14,6 +14,7 @@ import {
   actionErrors,
   authErrors,
   ContractActionBody,
+  ContractActionResponse,
   ContractEditBody,
   ContractEditResponse,
   ContractIdParams,
@@ -35,8 +36,12 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   // Authentication runs first, in the app's key gate (PRODUCT §2 order: key → plan → scope → rate limit → the
   // operation), before the body is read or any input is validated; it hands each request its caller.
   const caller = (req: FastifyRequest): Caller => req.caller!;
-  // An action's response, fresh or replayed from the result its Idempotency-Key recorded.
-  const renderAction = (contract: unknown) => ({ contract: contract as Contract });
+  // An action's response, fresh or replayed from the result its Idempotency-Key recorded: bill_now's with its attempt,
+  // which the contract carries as its latest.
+  const renderAction = (contract: unknown, req: FastifyRequest) => {
+    const c = contract as Contract;
+    return (req.body as { action?: unknown } | undefined)?.action === 'bill_now' ? { contract: c, billingAttempt: c.billing.lastAttempt ?? undefined } : { contract: c };
+  };
 
   r.get('/subscription-contracts', {
     schema: {
@@ -84,13 +89,15 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       operationId: 'actOnSubscriptionContract',
       summary: 'Act on a subscription contract',
       description:
-        'pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate). ' +
-        'Returns the contract after the action. Actions on one contract are serialised.',
+        'pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), ' +
+        'bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending). ' +
+        'Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits ' +
+        'its outcome they are refused with 409 billing_in_progress.',
       tags: ['Subscription contracts'],
       security,
       params: ContractIdParams,
       body: ContractActionBody,
-      response: { 200: ContractResponse.describe('The contract after the action.'), ...actionErrors },
+      response: { 200: ContractActionResponse.describe('The contract after the action (and, for bill_now, the billing attempt).'), ...actionErrors },
     },
     // The body is validated by the service (the MCP tools share the rules): the schema above documents it.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
@@ -100,7 +107,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     handler: async (req) => {
       const contract = await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
       req.resultRecorded = !!req.idempotency;
-      return renderAction(contract);
+      return renderAction(contract, req);
     },
   });
 

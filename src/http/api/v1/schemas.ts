@@ -5,7 +5,7 @@ import { EditOperationSchema } from '../../../domain/commands/edits/index.js';
 import { ContractStatus } from '../../../domain/contract.js';
 import { ContractId } from '../../../domain/contractId.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
-import { Contract, ContractEvent } from '../../../domain/resources.js';
+import { BillingAttempt, Contract, ContractEvent } from '../../../domain/resources.js';
 import { ErrorEnvelope } from '../../errors.js';
 
 /** Route schemas, built from the domain schemas so the OpenAPI document is the validator. */
@@ -34,6 +34,10 @@ export const ContractEditBody = EditBody.extend({ operations: z.array(EditOperat
 export const ContractEditResponse = z.object({ contract: Contract, preview: z.boolean().describe('true: nothing was changed; the contract is as it would be.') });
 
 export const ContractResponse = z.object({ contract: Contract });
+export const ContractActionResponse = z.object({
+  contract: Contract,
+  billingAttempt: BillingAttempt.optional().describe('bill_now only: the attempt as it stands (usually pending; its outcome arrives as an event).'),
+});
 export const ContractListResponse = z.object({ contracts: z.array(Contract), nextCursor: z.string().nullable() });
 export const EventListResponse = z.object({ events: z.array(ContractEvent), nextCursor: z.string().nullable() });
 
@@ -56,7 +60,7 @@ export const actionErrors = {
   400: err('invalid_request, unsupported_action or key_in_url'),
   403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
   408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
-  409: err('invalid_state (the action is not allowed from the current status, here or on the platform) or idempotency_in_progress'),
+  409: err('invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome) or idempotency_in_progress'),
   413: err('payload_too_large: body over 16 KiB'),
   415: err('unsupported_media_type: the body must be application/json'),
   422: err('idempotency_key_reused (same Idempotency-Key, different request) or platform_rejected (platform mode: the platform refused the change; the message says why)'),
