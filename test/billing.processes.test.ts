@@ -112,7 +112,7 @@ describe.skipIf(needsPostgres('test/billing.processes.test.ts'))('billing on two
     for (const server of [a, b]) {
       const res = await call(server.url, `${API}/${ids[0]}/billing-attempts`, { auth: key });
       expect(res.status).toBe(200);
-      const attempts = res.body.billingAttempts ?? res.body.data ?? res.body.attempts;
+      const attempts = res.body.billingAttempts;
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ contractId: ids[0], status: 'succeeded', attempt: 1 });
       expect(attempts[0].order.name).toMatch(/^#\d+$/);
