@@ -27,6 +27,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Database } from '../src/db/client.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
@@ -40,6 +41,9 @@ const CONTRACTS = Number(process.env.BENCH_BILLING_CONTRACTS ?? 100_000);
 const TIMEOUT_S = Number(process.env.BENCH_BILLING_TIMEOUT ?? 600);
 const API_SECONDS = Number(process.env.BENCH_API_SECONDS ?? 5);
 const PROFILE_DIR = process.env.BENCH_PROFILE;
+/** BENCH_BILLING_ONLY=storm or =platform runs one part. */
+const ONLY = process.env.BENCH_BILLING_ONLY?.split(',');
+const PLATFORM_CONTRACTS = Number(process.env.BENCH_BILLING_PLATFORM_CONTRACTS ?? 5000);
 /** BENCH_API=off: the storm without the API load (its CPU then needs no estimate); BENCH_WEBHOOKS=off: no endpoint. */
 const API_ON = process.env.BENCH_API !== 'off';
 const WEBHOOKS_ON = process.env.BENCH_WEBHOOKS !== 'off';
@@ -130,22 +134,34 @@ function apiRow(name: string, r: SteadyResult, extra = ''): void {
   console.log(`${name.padEnd(34)} ${String(r.rps).padStart(5)} req/s  p50 ${String(r.p50).padStart(5)} ms  p99 ${String(r.p99).padStart(5)} ms  non-2xx ${r.non2xx}  errors ${r.errors}${extra}`);
 }
 
-/** The platform scenario, when bench/billingPlatform.ts exists: whatever row and figures it gives. */
+/**
+ * Platform mode (bench/billingPlatform.ts): PLATFORM_CONTRACTS due contracts billed through the platform's billing
+ * attempts against the stand-in's cost bucket (2,000 points, 1,000 restored a second). svc and the stand-in run in
+ * this process there, so "svc" CPU per billed contract is this process's, the stand-in's included.
+ */
 async function platformScenario(): Promise<Record<string, unknown> | null> {
   const file = path.join(root, 'bench', 'billingPlatform.ts');
   if (!existsSync(file)) {
-    console.log('platform billing: bench/billingPlatform.ts is not there yet; the platform scenario was not run');
+    console.log('platform billing: bench/billingPlatform.ts is not there; the platform scenario was not run');
     return null;
   }
-  const mod = (await import(file)) as { runPlatformBilling?: () => Promise<Record<string, unknown>> };
-  if (typeof mod.runPlatformBilling !== 'function') {
-    console.log('platform billing: bench/billingPlatform.ts exports no runPlatformBilling(); the platform scenario was not run');
-    return null;
-  }
-  return mod.runPlatformBilling();
+  type Scenario = (opts: { contracts: number }) => Promise<{ billed: number; seconds: number; bucketUseRatio: number; throttledFailures: number; duplicates: number; throttledAnswers: number; pointsPerSecond: number }>;
+  const { billingPlatformScenario } = (await import(pathToFileURL(file).href)) as { billingPlatformScenario: Scenario };
+  const svc0 = cpuMs({ pid: process.pid });
+  const pg0 = cpuMs({ name: 'postgres' });
+  const r = await billingPlatformScenario({ contracts: PLATFORM_CONTRACTS });
+  const per = (ms: number) => Math.round((ms * 1000) / Math.max(1, r.billed));
+  const cpu = { svcAndStandInUs: per(cpuMs({ pid: process.pid }) - svc0), pgUs: per(cpuMs({ name: 'postgres' }) - pg0) };
+  console.log(
+    `platform billing: ${r.billed}/${PLATFORM_CONTRACTS} in ${r.seconds} s  bucket use ${r.bucketUseRatio} of its restore rate (${r.pointsPerSecond} points/s)  ` +
+      `THROTTLED failures ${r.throttledFailures} (answers met and retried: ${r.throttledAnswers})  duplicates ${r.duplicates}  ` +
+      `cpu/contract: svc+stand-in ${cpu.svcAndStandInUs} µs, postgres ${cpu.pgUs} µs`,
+  );
+  return { ...r, cpuPerContract: cpu };
 }
 
-async function main() {
+/** The storm in standalone mode, with the API load: its figures for the JSON line. */
+async function stormScenario(): Promise<Record<string, unknown>> {
   const cleanups: (() => Promise<void> | void)[] = [];
   const bench = await benchDatabase();
   cleanups.push(() => bench.cleanup());
@@ -269,7 +285,6 @@ async function main() {
   if (apiLoad) apiRow(`API at ${RATE}/s during the storm`, during, `  (${Object.entries(during.statuses).map(([s, k]) => `${s}: ${k}`).join(', ')})`);
 
   console.log(`load average ${load()} (other work on this machine counts in every figure)`);
-  const platform = await platformScenario();
 
   const ok = !timedOut && checks.duplicateCycles === 0 && checks.duplicateOrderNames === 0 && checks.pending === 0 && checks.contractsBilled === CONTRACTS && checks.outboxRows === (WEBHOOKS_ON ? CONTRACTS : 0);
   if (!ok) console.log('warning: the storm did not bill every contract exactly once with its events and outbox rows (see the lines above)');
@@ -291,10 +306,16 @@ async function main() {
       cpuPerContractWithApi: gross,
     },
     api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: during.rps, p50: during.p50, p99: during.p99, non2xx: during.non2xx, errors: during.errors } },
-    platform,
     database: where,
     loadAverage: os.loadavg()[0],
   };
+  return summary;
+}
+
+async function main() {
+  const summary: Record<string, unknown> = {};
+  if (!ONLY || ONLY.includes('storm')) Object.assign(summary, await stormScenario());
+  summary.platform = !ONLY || ONLY.includes('platform') ? await platformScenario() : null;
   console.log(JSON.stringify(summary));
 }
 
