@@ -48,11 +48,13 @@ async function main(): Promise<void> {
     platform: platform?.port,
   });
   const shopify = platform?.attach(ctx, { publicUrl: config.publicUrl, log });
-  // Renewals: in standalone mode payments go through the built-in test gateway. (Platform mode's billing attempts
-  // are the platform's: wired by the platform billing work; until then platform mode does not bill.)
+  // Renewals: in standalone mode payments go through the built-in test gateway; in platform mode a billing attempt
+  // is the platform's (platform/shopify/billing.ts).
   if (config.billing.enabled && config.platform.kind === 'standalone') {
     const gateway = new TestGateway({ db: database.db, record: (report) => recordBillingOutcome(ctx, report), warn: (o, m) => log.warn(o, m) });
     ctx.billing = { gateway, maxLateMs: config.billing.maxLateMs };
+  } else if (config.billing.enabled && shopify) {
+    ctx.billing = { gateway: shopify.billing, maxLateMs: config.billing.maxLateMs };
   }
   const credentials = await loadAppCredentials(ctx, { apiKey: config.shopifyApiKey, secret: config.shopifyApiSecret });
   const load = new RequestLoad();

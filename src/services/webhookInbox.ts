@@ -38,6 +38,13 @@ export type InboxAdapter = {
   process(d: Delivery, shop: InboxShop): Promise<Processed>;
   /** Topics whose body digest is let go once processed (their bodies can come again, the same, later). */
   readonly releaseDigestOf: readonly string[];
+  /**
+   * Topics whose deliveries the adapter takes together, a shop's at a time (one read of the platform for many, their
+   * changes committed together), before the round's other topics; none when absent.
+   */
+  readonly batchedTopics?: readonly string[];
+  /** The work of a shop's deliveries of `batchedTopics`: answers the failure of each delivery that failed. */
+  processBatch?(ds: Delivery[], shop: InboxShop): Promise<Map<Delivery, unknown>>;
 };
 
 const LEASE_MS = 60_000;
@@ -71,8 +78,10 @@ export class WebhookInbox {
       units.push(...(await this.contractUnits(shop, ds, fail)));
     }
     await mapInLanes(units, LANES, (unit) => unit());
+    const batched = new Set(claimed.filter((d) => this.adapter.contractOf(d) === null && this.adapter.batchedTopics?.includes(d.topic)));
+    await this.processBatches([...batched], fail);
     for (const d of claimed) {
-      if (this.adapter.contractOf(d) !== null) continue;
+      if (this.adapter.contractOf(d) !== null || batched.has(d)) continue;
       try {
         // Read again for each: an uninstall earlier in the round changes what a later topic of the shop may do.
         const shop = (await shopsByDomain(this.ctx.db, [d.shop_domain])).get(d.shop_domain);
@@ -85,6 +94,28 @@ export class WebhookInbox {
     const unexpected = [...failures.values()].find((err) => !(err instanceof ServiceError));
     if (unexpected) throw unexpected;
     return claimed.length;
+  }
+
+  /** The deliveries of batched topics, a shop's together, several shops at once. */
+  private async processBatches(ds: Delivery[], fail: (ds: Delivery[], err: unknown) => void): Promise<void> {
+    if (!ds.length || !this.adapter.processBatch) return;
+    let shops: Map<string, InboxShop>;
+    try {
+      shops = await shopsByDomain(this.ctx.db, [...new Set(ds.map((d) => d.shop_domain))]);
+    } catch (err) {
+      return fail(ds, err);
+    }
+    const groups = [...groupBy(ds, (d) => d.shop_domain)].flatMap(([domain, list]) => {
+      const shop = shops.get(domain);
+      return shop ? [{ shop, list }] : []; // not a shop svc knows: nothing to do
+    });
+    await mapInLanes(groups, LANES, async ({ shop, list }) => {
+      try {
+        for (const [d, err] of await this.adapter.processBatch!(list, shop)) fail([d], err);
+      } catch (err) {
+        fail(list, err);
+      }
+    });
   }
 
   /** The work for one shop's contract signals: a unit per batch of contracts to read again. */

@@ -5,7 +5,7 @@ import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
 import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
-import { PlatformInboxWorker, ReconcileWorker } from './platform.js';
+import { PendingAttemptsWorker, PlatformInboxWorker, ReconcileWorker } from './platform.js';
 import { BillingWorker, type BillingWorkerOptions } from './billing.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
@@ -36,7 +36,16 @@ export function createWorkers(
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
   const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
-  const all = [resumeSweep, idempotencyCleanup, webhookDispatcher, ...(platformInbox && reconcile ? [platformInbox, reconcile] : []), ...(billing ? [billing] : [])];
+  // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.
+  const pendingAttempts = opts.shopify && billing ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
+  const all = [
+    resumeSweep,
+    idempotencyCleanup,
+    webhookDispatcher,
+    ...(platformInbox && reconcile ? [platformInbox, reconcile] : []),
+    ...(billing ? [billing] : []),
+    ...(pendingAttempts ? [pendingAttempts] : []),
+  ];
   return {
     resumeSweep,
     idempotencyCleanup,
@@ -44,6 +53,7 @@ export function createWorkers(
     platformInbox,
     reconcile,
     billing,
+    pendingAttempts,
     start: () => all.forEach((w) => w.start()),
     stop: () => Promise.all(all.map((w) => w.stop())).then(() => undefined),
   };

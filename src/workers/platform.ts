@@ -1,4 +1,6 @@
 import type { Shopify } from '../platform/shopify/index.js';
+import { pollPendingAttempts } from '../platform/shopify/billing.js';
+import type { ServiceContext } from '../services/context.js';
 import { INBOX_BATCH } from '../services/webhookInbox.js';
 import { Worker, type WorkerLog } from './worker.js';
 
@@ -81,5 +83,28 @@ export class ReconcileWorker extends Worker {
     this.stats.changed += changed;
     if (changed) this.log?.info({ changed }, 'platform reconciliation applied changes');
     return changed;
+  }
+}
+
+/**
+ * Billing attempts still pending ten minutes after they were handed to the platform (their webhook late or lost, or
+ * a challenge the buyer has not answered) are read from the platform every `intervalMs` (default a minute), and the
+ * outcome of each one settled there is recorded.
+ */
+export class PendingAttemptsWorker extends Worker {
+  readonly stats = { rounds: 0, recorded: 0 };
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly shopify: Shopify,
+    opts: { intervalMs?: number; log?: WorkerLog } = {},
+  ) {
+    super('platform billing attempts', opts.intervalMs ?? 60_000, opts.log);
+  }
+
+  async tick(): Promise<number> {
+    const n = await pollPendingAttempts(this.ctx, this.shopify.admin, this.log);
+    this.stats.rounds++;
+    this.stats.recorded += n;
+    return n;
   }
 }

@@ -73,14 +73,24 @@ const storeRefreshedParams = (
 ) => [shopId, v.accessToken, v.accessTokenExpiresAt, v.refreshToken, v.refreshTokenExpiresAt, at];
 
 /**
- * A shop's cost bucket as svc last saw it (the platform reports it on every answer): calls wait for capacity rather
- * than being throttled, and a throttled call waits for the restore rate.
+ * A shop's cost bucket as svc last saw it (the platform reports it on every answer), for every call of this process
+ * to the shop: calls wait for capacity rather than being throttled, and a throttled call waits for the restore rate.
+ *
+ * Calls take their turn in the order they came (a queue: a large query is not starved by a stream of small ones),
+ * and what a call was expected to cost stays counted against the bucket until its answer: the platform's report
+ * cannot include calls it has not seen yet, so the level svc works with is the reported one less the calls in
+ * flight. (Points are restored at the restore rate only while the bucket is below full, so a bucket kept just above
+ * empty loses none: https://shopify.dev/docs/api/usage/limits#graphql-admin-api-rate-limits.)
  */
 class Bucket {
   available: number;
   max: number;
   restoreRate: number;
   at: number;
+  /** Expected costs of the calls sent and not yet answered. */
+  inFlight = 0;
+  /** The last call to have taken its turn: the next waits for it. */
+  tail: Promise<void> = Promise.resolve();
   constructor(now: number) {
     // The platform's documented defaults for a standard shop, until its first answer says otherwise.
     this.max = 2000;
@@ -94,10 +104,15 @@ class Bucket {
   take(cost: number, now: number): void {
     this.available = this.level(now) - cost;
     this.at = now;
+    this.inFlight += cost;
+  }
+  /** A call taken with `cost` was answered (or failed): it no longer counts as in flight. */
+  answered(cost: number): void {
+    this.inFlight = Math.max(0, this.inFlight - cost);
   }
   update(cost: Cost['throttleStatus'], now: number): void {
     this.max = cost.maximumAvailable;
-    this.available = cost.currentlyAvailable;
+    this.available = cost.currentlyAvailable - this.inFlight;
     this.restoreRate = cost.restoreRate || 1;
     this.at = now;
   }
@@ -320,6 +335,27 @@ export class ShopifyAdmin {
   }
 
   /**
+   * Waits for the call's turn at the shop's bucket (after every call that came before it) and for `cost` points, then
+   * takes them. Past the budget (`left`), 503: nothing was sent.
+   */
+  private async turn(bucket: Bucket, cost: number, left: () => number): Promise<void> {
+    const before = bucket.tail;
+    let done!: () => void;
+    bucket.tail = new Promise<void>((resolve) => (done = resolve));
+    try {
+      await before;
+      const wait = bucket.waitFor(cost, this.clock.now().getTime());
+      if (wait > 0) {
+        if (wait > left()) throw platformUnavailable('the shop’s API cost limit is used up', Math.ceil(wait / 1000));
+        await sleep(wait);
+      }
+      bucket.take(cost, this.clock.now().getTime());
+    } finally {
+      done();
+    }
+  }
+
+  /**
    * Runs one GraphQL operation for a shop. Waits for cost capacity, retries a THROTTLED answer after the restore
    * time (within the budget), refreshes the token once on a 401, and retries a query (never a mutation: it may have
    * happened) once after a network failure or a 5xx. Top-level errors other than throttling are svc's or the
@@ -352,12 +388,7 @@ export class ShopifyAdmin {
     let retriedNetwork = false;
     for (;;) {
       const expected = this.costs.get(name) ?? (isMutation ? 10 : 50);
-      const wait = bucket.waitFor(expected, this.clock.now().getTime());
-      if (wait > 0) {
-        if (wait > left()) throw platformUnavailable('the shop’s API cost limit is used up', Math.ceil(wait / 1000));
-        await sleep(wait);
-      }
-      bucket.take(expected, this.clock.now().getTime());
+      await this.turn(bucket, expected, left);
       let res: PlatformAnswer;
       try {
         res = await this.post(url, {
@@ -366,12 +397,14 @@ export class ShopifyAdmin {
           timeoutMs: this.timeoutMs,
         });
       } catch (err) {
+        bucket.answered(expected);
         if (!isMutation && !retriedNetwork) {
           retriedNetwork = true;
           continue;
         }
         throw platformUnavailable(err instanceof CallFailed && err.timedOut ? 'no answer in time' : 'the connection failed');
       }
+      bucket.answered(expected);
       const status = res.status;
       if (status === 401 && opts.heldToken) throw new TokenNeeded(token);
       if (status === 401 && !refreshed) {

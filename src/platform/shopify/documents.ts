@@ -98,6 +98,60 @@ export const BILLING_CYCLE = `query SvcBillingCycle($input: SubscriptionBillingC
   subscriptionBillingCycle(billingCycleInput: $input) { cycleIndex billingAttemptExpectedDate skipped }
 }`;
 
+export const FAIL = `mutation SvcFail($id: ID!) {
+  subscriptionContractFail(subscriptionContractId: $id) { ${CONTRACT_ANSWER} userErrors { field message code } }
+}`;
+
+/**
+ * Where a billing attempt stands, read from its `state` union (the attempt's older fields, `ready`, `errorCode`,
+ * `order`, `nextActionUrl`, are deprecated in its favour:
+ * https://shopify.dev/docs/api/admin-graphql/latest/objects/SubscriptionBillingAttempt). A failure is one of four
+ * error types; only the unexpected one has a message, the others a code, each of its own enum (so each under its own alias;
+ * billingAttempts.ts reads them).
+ */
+const ATTEMPT_FIELDS = `id idempotencyKey createdAt completedAt
+  subscriptionContract { id }
+  state {
+    __typename
+    ... on SubscriptionBillingAttemptPendingState { processing }
+    ... on SubscriptionBillingAttemptSuccessState { order { id name totalPriceSet { presentmentMoney { amount currencyCode } } } }
+    ... on SubscriptionBillingAttemptFailedState {
+      error {
+        __typename
+        ... on SubscriptionBillingAttemptPaymentError { paymentCode: code }
+        ... on SubscriptionBillingAttemptInventoryError { inventoryCode: code }
+        ... on SubscriptionBillingAttemptGeneralError { generalCode: code }
+        ... on SubscriptionBillingAttemptUnexpectedError { message }
+      }
+    }
+    ... on SubscriptionBillingAttemptActionRequiredState {
+      action { __typename ... on SubscriptionBillingAttemptPaymentChallenge { nextActionUrl status } }
+    }
+  }`;
+
+/**
+ * Bills one cycle of a contract. `idempotencyKey`: the platform creates at most one attempt per key, so a retry after
+ * a lost answer or a throttled call finds the first one instead of charging twice
+ * (https://shopify.dev/docs/api/usage/idempotent-requests). The cycle is selected by its date, and `originTime` is
+ * the cycle date too, so an attempt that completes late does not push the fulfilment schedule to the next anchor
+ * (https://shopify.dev/docs/api/admin-graphql/latest/input-objects/SubscriptionBillingAttemptInput).
+ */
+export const CREATE_BILLING_ATTEMPT = `mutation SvcCreateBillingAttempt($contractId: ID!, $input: SubscriptionBillingAttemptInput!) {
+  subscriptionBillingAttemptCreate(subscriptionContractId: $contractId, subscriptionBillingAttemptInput: $input) {
+    subscriptionBillingAttempt { ${ATTEMPT_FIELDS} }
+    userErrors { field message code }
+  }
+}`;
+
+/** How many pending attempts one read asks about (each costs a few points: the state is a small union). */
+export const ATTEMPTS_PER_READ = 25;
+/** Billing attempts by id (the poller's read of attempts still pending); one the platform does not have is null. */
+export const BILLING_ATTEMPTS = `query SvcBillingAttempts($ids: [ID!]!) {
+  nodes(ids: $ids) {
+    ... on SubscriptionBillingAttempt { ${ATTEMPT_FIELDS} }
+  }
+}`;
+
 export const WEBHOOK_SUBSCRIPTIONS = `query SvcWebhookSubscriptions($after: String) {
   webhookSubscriptions(first: 100, after: $after) {
     nodes { id topic uri }
@@ -154,6 +208,9 @@ export const ALL_DOCUMENTS = {
   SKIP_CYCLE,
   UNSKIP_CYCLE,
   BILLING_CYCLE,
+  FAIL,
+  CREATE_BILLING_ATTEMPT,
+  BILLING_ATTEMPTS,
   WEBHOOK_SUBSCRIPTIONS,
   SUBSCRIBE,
   APP_SUBSCRIPTIONS,

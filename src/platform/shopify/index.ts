@@ -2,6 +2,7 @@ import type { ShopifyConfig } from '../../config.js';
 import type { Database } from '../../db/client.js';
 import type { Clock, ServiceContext } from '../../services/context.js';
 import { ShopifyAdmin } from './admin.js';
+import { ShopifyBillingGateway } from './billing.js';
 import { ShopifyInstaller, type InstallLog } from './install.js';
 import { ShopDirectory, ShopifyPlatform } from './port.js';
 import { Reconciler } from './reconcile.js';
@@ -16,6 +17,8 @@ export type Shopify = {
   installer: ShopifyInstaller;
   inbox: PlatformInbox;
   reconciler: Reconciler;
+  /** Renewals' gateway in this mode: billing attempts are the platform's (billing.ts). */
+  billing: ShopifyBillingGateway;
   /** The app secret: webhook HMACs are made with it. */
   apiSecret: string;
 };
@@ -26,7 +29,8 @@ export function shopifyPlatform(
   config: ShopifyConfig & { timeoutMs?: number; throttleBudgetMs?: number; fetch?: typeof fetch },
 ): { port: ShopifyPlatform; attach(ctx: ServiceContext, opts: { publicUrl: string | (() => string); log?: InstallLog }): Shopify } {
   const admin = new ShopifyAdmin(base, config);
-  const port = new ShopifyPlatform(admin, new ShopDirectory(base.db));
+  const directory = new ShopDirectory(base.db);
+  const port = new ShopifyPlatform(admin, directory);
   return {
     port,
     attach: (ctx, opts) => {
@@ -36,7 +40,14 @@ export function shopifyPlatform(
         billingTest: config.billingTest,
         log: opts.log,
       });
-      return { admin, installer, inbox: new PlatformInbox(ctx, admin, installer), reconciler: new Reconciler(ctx, admin), apiSecret: config.apiSecret };
+      return {
+        admin,
+        installer,
+        inbox: new PlatformInbox(ctx, admin, installer),
+        reconciler: new Reconciler(ctx, admin),
+        billing: new ShopifyBillingGateway(ctx, admin, directory),
+        apiSecret: config.apiSecret,
+      };
     },
   };
 }

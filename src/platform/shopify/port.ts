@@ -19,6 +19,7 @@ const STATUS_MUTATIONS = {
   PAUSED: { document: doc.PAUSE, field: 'subscriptionContractPause', verb: 'pause' },
   ACTIVE: { document: doc.ACTIVATE, field: 'subscriptionContractActivate', verb: 'resume' },
   CANCELLED: { document: doc.CANCEL, field: 'subscriptionContractCancel', verb: 'cancel' },
+  FAILED: { document: doc.FAIL, field: 'subscriptionContractFail', verb: 'fail' },
 } as const;
 
 /** A shop's domain by id (fixed for a shop's life, so kept once read). */
@@ -119,18 +120,66 @@ export class ShopifyPlatform implements PlatformPort {
       case 'sync':
         // What the platform said: nothing to tell it.
         return { decision };
-      // Renewals. These record svc's own decisions; the platform's side (the billing attempt created with
-      // subscriptionBillingAttemptCreate after the commit, the next billing date set on the platform after a success
-      // or a missed cycle, dunning's final action carried out there) is completed by the platform billing work.
-      // Until then they decide locally only.
-      case 'bill_now':
       case 'bill':
-      case 'billing_outcome':
-      case 'billing_missed':
+        // The attempt is recorded first; the billing gateway creates it on the platform once that has committed
+        // (billing.ts), so a crash in between leaves a pending attempt to hand over again, never an unknown charge.
         return { decision };
+      case 'bill_now': {
+        // As a scheduled attempt; and the schedule restarts from now, on the platform too.
+        const dated = await this.carryOutDates(shop, gid, before, decision);
+        return dated ? answered(dated) : { decision };
+      }
+      case 'billing_missed': {
+        // The missed cycle is svc's record; the schedule's new date is the platform's too.
+        const dated = await this.carryOutDates(shop, gid, before, decision);
+        return dated ? answered(dated) : { decision };
+      }
+      case 'billing_outcome':
+        return this.carryOutBillingOutcome(shop, gid, before, decision, answered);
       default:
         return unreachable(command);
     }
+  }
+
+  /**
+   * A billing outcome's platform side. The platform sets no next billing date by itself ("managed by the apps":
+   * https://shopify.dev/docs/api/admin-graphql/latest/objects/SubscriptionContract#field-nextBillingDate), so after a
+   * success svc sets it one interval past the cycle. When dunning ends, its final action is carried out there:
+   * subscriptionContractFail, Pause or Cancel, or the failed cycle skipped (subscriptionBillingCycleSkip) and the date
+   * moved past it. A failure with a retry to come changes nothing there: the retry is svc's own schedule.
+   */
+  private async carryOutBillingOutcome(
+    shop: ShopRef,
+    gid: string,
+    before: Execution['before'],
+    decision: Decision,
+    answered: (answer: ContractAnswer, d?: Decision) => Executed,
+  ): Promise<Executed> {
+    const types = new Set(decision.events.map((e) => e.type));
+    let answer: ContractAnswer | null = null;
+    if (types.has('contract.failed')) answer = await this.setStatus(shop, gid, 'FAILED');
+    else if (types.has('contract.paused')) answer = await this.setStatus(shop, gid, 'PAUSED');
+    else if (types.has('contract.cancelled')) answer = await this.setStatus(shop, gid, 'CANCELLED');
+    else if (types.has('contract.skipped') && before.billingCycleDate) {
+      // Bookkeeping on the platform: a cycle it refuses to skip (one it counts as billed, say) still has its date
+      // moved below, which is what keeps it from being billed again.
+      await this.skipCycle(shop, gid, before.billingCycleDate).catch((err) => {
+        if (!(err instanceof ServiceError && err.code === 'platform_rejected')) throw err;
+      });
+    }
+    const dated = await this.carryOutDates(shop, gid, before, decision);
+    answer = dated ?? answer;
+    return answer ? answered(answer) : { decision };
+  }
+
+  /** Sets the decided next billing date on the platform when it moved (null: it did not). */
+  private async carryOutDates(shop: ShopRef, gid: string, before: Execution['before'], decision: Decision): Promise<ContractAnswer | null> {
+    const next = decision.contract.nextBillingDate;
+    if (next.getTime() === before.nextBillingDate.getTime()) return null;
+    // A contract ended meanwhile (cancelled on the platform while its attempt was pending) has no date to set there,
+    // and the platform refuses to set one: the outcome is recorded all the same.
+    if (before.status === 'CANCELLED' || before.status === 'EXPIRED') return null;
+    return this.setNextBillingDate(shop, gid, next);
   }
 
   private async setStatus(shop: ShopRef, gid: string, target: keyof typeof STATUS_MUTATIONS): Promise<ContractAnswer> {

@@ -51,6 +51,20 @@ const contractSignal = z.object({
  */
 const billingCycleSignal = z.object({ subscription_contract_id: numericId, cycle_index: z.number().int() });
 
+/**
+ * subscription_billing_attempts/success|failure|challenged: the attempt (gid and numeric id), its idempotency key and
+ * its contract. No shop in the body; a signal too: svc finds its own attempt by the key, reads the attempt from the
+ * platform with the header shop's token and records what the attempt's state says (attempt ids are global, so under
+ * another shop's header the read finds nothing). The payload is the documented one
+ * (https://shopify.dev/docs/api/webhooks, topic subscription_billing_attempts/success).
+ */
+const billingAttemptSignal = z.object({
+  admin_graphql_api_id: gid('SubscriptionBillingAttempt'),
+  id: numericId,
+  idempotency_key: z.string().min(1).max(255),
+  subscription_contract_id: numericId,
+});
+
 /** app/uninstalled: the shop resource. `myshopify_domain` is the header's domain (`domain` may be a custom domain). */
 const shopResource = z.object({ id: numericId, myshopify_domain: z.string() });
 
@@ -82,6 +96,8 @@ type TopicBody = {
 };
 
 const CONTRACT_TOPICS = ['create', 'update', 'activate', 'pause', 'cancel', 'expire', 'fail'].map((t) => `subscription_contracts/${t}`);
+/** The outcomes of billing attempts (billing.ts). */
+export const BILLING_ATTEMPT_TOPICS = ['success', 'failure', 'challenged'].map((t) => `subscription_billing_attempts/${t}`);
 const shopDomainOf = (b: Record<string, unknown>) => b.shop_domain;
 
 /** Every topic svc subscribes to (install.ts WEBHOOK_TOPICS) and the compliance topics, with its body's shape. */
@@ -89,6 +105,7 @@ const TOPICS = new Map<string, TopicBody>([
   ...CONTRACT_TOPICS.map((t) => [t, { schema: contractSignal }] as const),
   ['subscription_billing_cycles/skip', { schema: billingCycleSignal }],
   ['subscription_billing_cycles/unskip', { schema: billingCycleSignal }],
+  ...BILLING_ATTEMPT_TOPICS.map((t) => [t, { schema: billingAttemptSignal }] as const),
   ['app/uninstalled', { schema: shopResource, shopOf: (b) => b.myshopify_domain }],
   ['app_subscriptions/update', { schema: appSubscriptionUpdate }],
   ['bulk_operations/finish', { schema: bulkOperationFinish }],
@@ -120,6 +137,8 @@ export function checkWebhookBody(topic: string, shopDomain: string, body: Record
  *
  * - contract topics: the contract's `revision_id`, new with every change of the contract (the same body again is a
  *   repeat, or the same event sent to a second address);
+ * - billing attempt topics: the attempt and where it stands (`ready`, the failure's code), each sent once per
+ *   outcome;
  * - billing cycle topics: the contract, the cycle and whether it is skipped. Skipping, unskipping and skipping one
  *   cycle again does send the first body twice; the second is then taken for the first, which costs only a read
  *   of the contract (a skip changes no revision) that reconciliation makes anyway;

@@ -12,7 +12,8 @@ import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseCustomer } from '../../services/privacy.js';
 import { applyShopRedact, applyUninstall, type UninstallDeps } from './uninstallConfirmation.js';
-import { checkWebhookBody, CONFIRMED_TOPICS, receiptDigest } from './webhookChecks.js';
+import { applyAttemptSignals } from './billing.js';
+import { BILLING_ATTEMPT_TOPICS, checkWebhookBody, CONFIRMED_TOPICS, receiptDigest } from './webhookChecks.js';
 
 export { INBOX_BATCH } from '../../services/webhookInbox.js';
 
@@ -103,8 +104,12 @@ function storableTime(value: string): Date | null {
 
 type Signal = Pick<Delivery, 'topic' | 'payload'>;
 
-/** A topic whose work reconciliation also does (it reads every contract changed since its last sweep). */
-const isContractSignal = (topic: string) => topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/');
+/**
+ * A topic whose work something else redoes: reconciliation reads every contract changed since its last sweep, and the
+ * billing poller reads every attempt still pending after ten minutes.
+ */
+const isContractSignal = (topic: string) =>
+  topic.startsWith('subscription_contracts/') || topic.startsWith('subscription_billing_cycles/') || BILLING_ATTEMPT_TOPICS.includes(topic);
 
 /** The contract a signal is about, or null for any other topic. */
 function contractOf(w: Signal): string | null {
@@ -133,6 +138,7 @@ export class ShopifyInboxAdapter implements InboxAdapter {
   readonly contractOf = contractOf;
   readonly revisionOf = revisionOf;
   readonly isContractSignal = isContractSignal;
+  readonly batchedTopics = BILLING_ATTEMPT_TOPICS;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -146,6 +152,15 @@ export class ShopifyInboxAdapter implements InboxAdapter {
       const f = n && 'revisionId' in n ? mirrorFields(n as PlatformContract) : null;
       return f ? [f] : [];
     });
+  }
+
+  /**
+   * A shop's billing attempt webhooks, together (billing.ts). An uninstalled shop is billed no more, and its token is
+   * gone: its attempts cannot be read, and are left as they stand.
+   */
+  async processBatch(ds: Delivery[], shop: InboxShop): Promise<Map<Delivery, unknown>> {
+    if (shop.uninstalledAt) return new Map();
+    return applyAttemptSignals(this.ctx, this.admin, shop, ds);
   }
 
   private destructive(): UninstallDeps {

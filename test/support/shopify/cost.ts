@@ -116,6 +116,9 @@ export type ThrottleStatus = { maximumAvailable: number; currentlyAvailable: num
 export class CostBucket {
   private available: number;
   private at: number;
+  /** Points spent since the start (taken less refunded), and requests refused THROTTLED: for benchmarks. */
+  spent = 0;
+  throttled = 0;
 
   constructor(
     readonly maximumAvailable: number,
@@ -135,13 +138,18 @@ export class CostBucket {
   /** Takes `cost` points if that many are there; false (nothing taken) when the request must be throttled. */
   take(cost: number): boolean {
     this.refill();
-    if (cost > this.available) return false;
+    if (cost > this.available) {
+      this.throttled++;
+      return false;
+    }
     this.available -= cost;
+    this.spent += cost;
     return true;
   }
 
   refund(points: number): void {
     this.refill();
+    this.spent -= points;
     this.available = Math.min(this.maximumAvailable, this.available + points);
   }
 

@@ -13,7 +13,10 @@ export type BillingCycle = {
   startAt: Date;
   endAt: Date;
   skipped: boolean;
-  /** BILLED once its billing date has passed (the stand-in does not model billing attempts). */
+  /**
+   * BILLED once an attempt billed it; UNBILLED while its attempts failed. A cycle with no attempt is BILLED once its
+   * date has passed (billed outside what the stand-in was asked).
+   */
   status: 'BILLED' | 'UNBILLED';
 };
 
@@ -47,7 +50,7 @@ export function billingCycle(contract: Contract, index: number, now: Date): Bill
     startAt,
     endAt: cycleStart(contract, index + 1),
     skipped: contract.skippedCycles.has(index),
-    status: startAt.getTime() <= now.getTime() ? 'BILLED' : 'UNBILLED',
+    status: billedStatus(contract.cycleBilling?.get(index), startAt, now),
   };
 }
 
@@ -75,4 +78,9 @@ export function cyclesInRange(
     if (cycle.startAt.getTime() >= range.startDate.getTime()) out.push(cycle);
   }
   return out;
+}
+
+function billedStatus(billing: 'billed' | 'failed' | undefined, startAt: Date, now: Date): 'BILLED' | 'UNBILLED' {
+  if (billing) return billing === 'billed' ? 'BILLED' : 'UNBILLED';
+  return startAt.getTime() <= now.getTime() ? 'BILLED' : 'UNBILLED';
 }

@@ -12,3 +12,4 @@ export type { HttpFault, HttpFaultScope } from './faults.js';
 export type { InjectedUserError, RootCall } from './resolverContext.js';
 export type { Clock, Contract, ContractInit, ContractLine, ContractStatus, Shop } from './store.js';
 export { toJsonl } from './bulk.js';
+export type { PaymentOutcome, StandInAttempt } from './billing.js';

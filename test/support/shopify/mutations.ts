@@ -66,6 +66,7 @@ export function mutationRoot(ctx: ResolverContext): Record<string, unknown> {
     subscriptionContractExpire: statusMutation('subscriptionContractExpire', 'expire'),
     subscriptionBillingCycleSkip: cycleMutation('subscriptionBillingCycleSkip', true),
     subscriptionBillingCycleUnskip: cycleMutation('subscriptionBillingCycleUnskip', false),
+    subscriptionBillingAttemptCreate: (args: Parameters<typeof hooks.billing.create>[1]) => hooks.billing.create(ctx, args),
 
     subscriptionContractSetNextBillingDate: ({ contractId, date }: { contractId: string; date: string }) => {
       const injected = hooks.takeUserError(shop, 'subscriptionContractSetNextBillingDate');

@@ -1,3 +1,4 @@
+import type { BillingSettings } from './billing.js';
 import type { BulkSettings } from './bulk.js';
 import type { RootCall } from './resolverContext.js';
 import type { PlatformError } from './schema.js';
@@ -26,6 +27,8 @@ export type StandInOptions = {
   /** Webhooks declared in the app's configuration: the compliance topics always, plus `topics`. */
   appWebhooks?: { uri: string; topics?: string[] };
   bulk?: Partial<BulkSettings>;
+  /** Billing attempts settle right after the answer (`auto`, the default) or when the test calls `billing.settlePending()`. */
+  billing?: BillingSettings;
   /**
    * Whether requests, webhook events and deliveries are kept for tests' assertions (default true). A benchmark turns
    * it off: a log of every request, kept for seconds, makes the stand-in's garbage collector pause for tens of

@@ -105,6 +105,8 @@ function nodeById(ctx: ResolverContext, id: string): object | null {
       const w = shop.webhookSubscriptions.find((x) => x.id === g.id);
       return w ? webhookSubscriptionView(w) : null;
     }
+    case 'SubscriptionBillingAttempt':
+      return ctx.hooks.billing.find(shop, g.id);
     case 'Customer': {
       const c = [...shop.contracts.values()].find((x) => x.customer.id === g.id);
       return c ? customerView(c.customer) : null;
@@ -159,6 +161,7 @@ export function queryRoot(ctx: ResolverContext): Record<string, unknown> {
     bulkOperation: ({ id }: { id: string }) => nodeById(ctx, id),
     bulkOperations: (args: PageArgs) =>
       connection(shop.bulkOperations, args, ctx, (b) => ({ id: b.id, value: b.id }), bulkOperationView),
+    subscriptionBillingAttempt: ({ id }: { id: string }) => (parseGid(id)?.type === 'SubscriptionBillingAttempt' ? nodeById(ctx, id) : null),
     node: ({ id }: { id: string }) => nodeById(ctx, id),
     nodes: ({ ids }: { ids: string[] }) => ids.map((id) => nodeById(ctx, id)),
     subscriptionBillingCycle: ({ billingCycleInput }: { billingCycleInput: CycleInput }) => {

@@ -1,3 +1,4 @@
+import type { StandInBilling } from './billing.js';
 import type { BillingCycle } from './cycles.js';
 import type { AppSubscription, AppSubscriptionStatus, BulkOperation, Contract, Shop, Store } from './store.js';
 import type { ViewContext } from './views.js';
@@ -20,6 +21,8 @@ export type ResolverHooks = {
   setAppSubscriptionStatus(shop: Shop, subscription: AppSubscription, status: AppSubscriptionStatus): void;
   startBulk(shop: Shop, operation: BulkOperation): void;
   takeUserError(shop: Shop, mutation: string): InjectedUserError | undefined;
+  /** Billing attempts (billing.ts). */
+  billing: StandInBilling;
 };
 
 /** A root field the document selected, with its arguments as coerced by the schema. */

@@ -1,3 +1,4 @@
+import { StandInBilling } from './billing.js';
 import { BulkRunner } from './bulk.js';
 import { billingCycle } from './cycles.js';
 import { Faults } from './faults.js';
@@ -37,6 +38,8 @@ export class StandIn {
   readonly webhooks: WebhookSender;
   readonly faults = new Faults();
   readonly bulk: BulkRunner;
+  /** Billing attempts and their outcomes (billing.ts). */
+  readonly billing: StandInBilling;
   readonly requests: LoggedRequest[] = [];
   readonly costs: CostSettings;
   private readonly hooks: ResolverHooks;
@@ -73,6 +76,16 @@ export class StandIn {
         finished: (shop, op) => this.emit(shop, 'bulk_operations/finish', payloads.bulkOperationPayload(op)),
       },
     );
+    this.billing = new StandInBilling(
+      {
+        clock: this.clock,
+        nextId: () => this.store.nextId(),
+        emit: (shop, topic, payload) => this.emit(shop, topic, payload),
+        shop: (domain) => this.store.shop(domain),
+        baseUrl: () => this.url,
+      },
+      options.billing,
+    );
     this.costs = { maxQueryCost: options.maxQueryCost ?? 1000, costByOperation: options.costByOperation ?? {} };
     this.appWebhooks = options.appWebhooks;
     this.hooks = {
@@ -87,6 +100,7 @@ export class StandIn {
       setAppSubscriptionStatus: (shop, sub, status) => this.setAppSubscriptionStatus(shop, sub, status),
       startBulk: (shop, op) => this.bulk.start(shop, op),
       takeUserError: (shop, mutation) => this.faults.takeUserError(shop.domain, mutation),
+      billing: this.billing,
     };
   }
 

@@ -41,6 +41,8 @@ export type Contract = {
   /** Billing date of cycle 1: the anchor of the computed billing cycles (see cycles.ts). */
   firstBillingDate: Date;
   skippedCycles: Set<number>;
+  /** What the latest billing attempt of a cycle came to, by cycle index (billing.ts); absent: none was made. */
+  cycleBilling?: Map<number, 'billed' | 'failed'>;
 };
 
 export type AppSubscriptionStatus = 'PENDING' | 'ACTIVE' | 'DECLINED' | 'CANCELLED' | 'EXPIRED' | 'FROZEN';
