@@ -176,7 +176,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   // Both seeded sets are due a day or more from now: only the storm's UPDATE makes anything due.
   const templates = await seedContracts({ ctx, input: { shopId: shop.id, count: TEMPLATES } });
   const actionIds = (await seedContracts({ ctx, input: { shopId: shop.id, count: ACTION_CONTRACTS } })).map((c) => c.id);
-  let t0 = performance.now();
+  const t0 = performance.now();
   const range = await insertStorm(db, shop.id, templates.map((c) => c.id), CONTRACTS);
   await q(db, 'ANALYZE subscription_contracts');
   console.log(`seeded ${CONTRACTS} storm contracts in ${Math.round(performance.now() - t0)} ms (one INSERT … SELECT generate_series)`);
