@@ -146,7 +146,7 @@ describe('a contract with its history', () => {
     expect((await m.detail(failed.id)).allowedActions).toEqual(['resume', 'cancel']);
     expect((await m.detail(expired.id)).allowedActions).toEqual([]);
     await m.act(active.id, { action: 'resume' });
-    expect((await m.detail(active.id)).allowedActions).toEqual(['pause', 'cancel', 'skip', 'reschedule']);
+    expect((await m.detail(active.id)).allowedActions).toEqual(['pause', 'cancel', 'skip', 'reschedule', 'bill_now']);
   });
 
   it('a long history: the newest 50 events, then the older ones through the events listing', async () => {

@@ -47,6 +47,7 @@ describe('GET /subscription-contracts/{id}', () => {
         resumeAt: '2027-01-05T00:00:00.000Z',
         cancelledAt: null,
         cancellationReason: null,
+        billing: { status: 'ok', failedAttempts: 0, nextAttemptAt: null, lastAttempt: null },
         createdAt: t.clock.now().toISOString(),
         updatedAt: t.clock.now().toISOString(),
       },

@@ -25,7 +25,7 @@ const OPERATIONS: [string, string, string[]][] = [
 const deref = (node: any): any => (node?.$ref ? deref(node.$ref.split('/').slice(1).reduce((n: any, k: string) => n[k], doc)) : node);
 
 describe('GET /api/v1/openapi.json', () => {
-  it('is OpenAPI 3.1 with exactly the /api/v1 routes (contracts, webhook endpoints) and no admin or internal ones', () => {
+  it('is OpenAPI 3.1 with exactly the /api/v1 routes (contracts, renewals, webhook endpoints) and no admin or internal ones', () => {
     expect(doc.openapi).toMatch(/^3\.1\./);
     expect(doc.info.title).toBeTruthy();
     const W = '/api/v1/webhook-endpoints';
@@ -34,8 +34,12 @@ describe('GET /api/v1/openapi.json', () => {
         P,
         `${P}/{contract_id}`,
         `${P}/{contract_id}/actions`,
-        `${P}/{contract_id}/edits`,
         `${P}/{contract_id}/events`,
+        `${P}/{contract_id}/billing-attempts`,
+        `${P}/{contract_id}/edits`,
+        `${P}/{contract_id}/upcoming`,
+        '/api/v1/billing-attempts',
+        '/api/v1/billing-policy',
         W,
         `${W}/{id}`,
         `${W}/{id}/deliveries`,
@@ -106,7 +110,7 @@ describe('GET /api/v1/openapi.json', () => {
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
   });
 
-  it('is built from the validating schemas: contract_id pattern, list limits, the five actions', () => {
+  it('is built from the validating schemas: contract_id pattern, list limits, the six actions', () => {
     const get = doc.paths[`${P}/{contract_id}`].get;
     const idParam = get.parameters.find((p: any) => p.name === 'contract_id');
     expect(idParam).toMatchObject({ in: 'path', required: true });
@@ -120,15 +124,12 @@ describe('GET /api/v1/openapi.json', () => {
 
     const body = deref(doc.paths[`${P}/{contract_id}/actions`].post.requestBody.content['application/json'].schema);
     const variants = (body.oneOf ?? body.anyOf).map(deref);
-    expect(variants.map((v: any) => v.properties.action.const ?? v.properties.action.enum?.[0]).sort()).toEqual(['cancel', 'pause', 'reschedule', 'resume', 'skip']);
+    expect(variants.map((v: any) => v.properties.action.const ?? v.properties.action.enum?.[0]).sort()).toEqual(['bill_now', 'cancel', 'pause', 'reschedule', 'resume', 'skip']);
     for (const v of variants) expect(v.additionalProperties).toBe(false);
 
     const contract = deref(deref(get.responses['200'].content['application/json'].schema).properties.contract);
     expect(Object.keys(contract.properties).sort()).toEqual(
-      [
-        'billingPolicy', 'cancellationReason', 'cancelledAt', 'createdAt', 'customer', 'deliveryPolicy', 'discounts', 'id', 'lines', 'nextBillingDate',
-        'pausedAt', 'resumeAt', 'shippingAddress', 'status', 'totals', 'updatedAt',
-      ].sort(),
+      ['billing', 'billingPolicy', 'cancellationReason', 'cancelledAt', 'createdAt', 'customer', 'deliveryPolicy', 'discounts', 'id', 'lines', 'nextBillingDate', 'pausedAt', 'resumeAt', 'shippingAddress', 'status', 'totals', 'updatedAt'].sort(),
     );
   });
 });

@@ -13,6 +13,8 @@ import { exportCustomer } from '../services/privacy.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../services/context.js';
 import { createDiscountCode, seedProducts } from '../services/catalog.js';
 import { seedContracts } from '../services/seedContracts.js';
+import { parsePaymentBehaviour, setPaymentBehaviour } from '../services/paymentBehaviour.js';
+import { PAYMENT_BEHAVIOURS } from '../db/schema.js';
 import { loadAppCredentials, signSessionToken } from '../services/sessionTokens.js';
 import { listShops, provisionShop, setShopPlan, shopApiAccess } from '../services/shops.js';
 
@@ -21,8 +23,12 @@ const USAGE = `Usage: npm run svc -- <command>
 Commands:
   shops list                              List shops with their plan and API access
   shops set-plan <shop> <plan>            Set a shop's plan (creates the shop if needed); "enterprise" grants API access
-  contracts seed <shop> [--count N] [--json]
-                                          Create N (default 10) realistic ACTIVE contracts; --json prints only them
+  contracts seed <shop> [--count N] [--json] [--payment BEHAVIOUR]
+                                          Create N (default 10) realistic ACTIVE contracts; --json prints only them;
+                                          --payment: how the test gateway answers their renewals (see below)
+  contracts set-payment <shop> <contract-id> <behaviour>
+                                          Set how the test gateway answers a contract's renewals: succeeds (default),
+                                          insufficient_funds, card_declined, expired_card, requires_action, out_of_stock
   products seed <shop>                    Create the shop's small catalog of variants (edits take titles and prices from it)
   discounts create <shop> <code> <percent>
                                           Create a discount code of the shop: <percent> off every order's lines
@@ -96,7 +102,7 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: { count: { type: 'string' }, json: { type: 'boolean' }, ttl: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { count: { type: 'string' }, json: { type: 'boolean' }, ttl: { type: 'string' }, payment: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   const [cmd, sub, ...rest] = positionals;
   if (values.help || !cmd) {
@@ -134,12 +140,28 @@ async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv): Prom
     if (!shop) return usageError(io, 'contracts seed <shop> [--count N] [--json]');
     const count = values.count === undefined ? 10 : Number(values.count);
     if (!Number.isInteger(count) || count < 1 || count > 100_000) return usageError(io, '--count must be a whole number from 1 to 100000');
+    if (values.payment !== undefined && !(PAYMENT_BEHAVIOURS as readonly string[]).includes(values.payment)) {
+      return usageError(io, `--payment must be one of ${PAYMENT_BEHAVIOURS.join(', ')}`);
+    }
     const created = await withContext(config, async (ctx) => {
       const s = await provisionShop({ ctx, input: { domain: shop } });
-      return seedContracts({ ctx, input: { shopId: s.id, count } });
+      const made = await seedContracts({ ctx, input: { shopId: s.id, count } });
+      if (values.payment) await setPaymentBehaviour(ctx, { shopId: s.id, contractIds: made.map((c) => c.id), behaviour: parsePaymentBehaviour(values.payment) });
+      return made;
     });
     if (values.json) io.out(JSON.stringify(created, null, 2));
     else io.out(`Created ${created.length} contracts for ${shop} (ids ${created[0].id}…${created[created.length - 1].id}).`);
+    return 0;
+  }
+  if (cmd === 'contracts' && sub === 'set-payment') {
+    const [shop, id, behaviour, extra] = rest;
+    if (!shop || !id || !behaviour || extra !== undefined) return usageError(io, 'contracts set-payment <shop> <contract-id> <behaviour>');
+    if (!(PAYMENT_BEHAVIOURS as readonly string[]).includes(behaviour)) return usageError(io, `<behaviour> must be one of ${PAYMENT_BEHAVIOURS.join(', ')}`);
+    await withContext(config, async (ctx) => {
+      const s = await knownShop(ctx, shop);
+      await setPaymentBehaviour(ctx, { shopId: s.id, contractIds: [id], behaviour: parsePaymentBehaviour(behaviour) });
+    });
+    io.out(`Contract ${id} of ${shop}: the test gateway now answers "${behaviour}" to its renewals.`);
     return 0;
   }
   if (cmd === 'products' && sub === 'seed') {

@@ -39,14 +39,21 @@ const BILLING_ATTEMPTS_CREATED = `billing_attempts_created AS (
      WHERE ce.type = 'billing.attempted'
   )`;
 
-/** Renewals: an outcome's event completes the attempt as the contract now has it. */
+const OUTCOME_EVENTS = `ce.type IN ('billing.succeeded', 'billing.failed', 'billing.action_required')`;
+
+/**
+ * Renewals: an outcome's event completes the attempt as the contract now has it. The attempts are found by primary
+ * key from an array of their ids: joined to the events alone, the planner (which cannot count them) may scan every
+ * attempt of the table in each commit.
+ */
 const BILLING_ATTEMPTS_COMPLETED = `billing_attempts_completed AS (
     UPDATE billing_attempts b
        SET status = a ->> 'status', error_code = a ->> 'errorCode', platform_error_code = a ->> 'platformErrorCode',
            error_message = a ->> 'errorMessage', next_action_url = a ->> 'nextActionUrl',
            "order" = nullif((a -> 'order')::jsonb, 'null'::jsonb), completed_at = (a ->> 'completedAt')::timestamptz
       FROM committed_events ce ${LAST_ATTEMPT}
-     WHERE ce.type IN ('billing.succeeded', 'billing.failed', 'billing.action_required') AND b.id = (a ->> 'id')::uuid
+     WHERE ${OUTCOME_EVENTS} AND b.id = (a ->> 'id')::uuid
+       AND b.id = ANY ((SELECT coalesce(array_agg((ce.contract -> 'billing' -> 'lastAttempt' ->> 'id')::uuid), '{}') FROM committed_events ce WHERE ${OUTCOME_EVENTS})::uuid[])
   )`;
 
 export const CONTRACT_EVENT_CONSUMERS: readonly string[] = [WEBHOOK_OUTBOX, BILLING_ATTEMPTS_CREATED, BILLING_ATTEMPTS_COMPLETED];

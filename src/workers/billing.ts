@@ -40,7 +40,8 @@ export type BillingWorkerOptions = {
  * Per round, batch after batch: one statement claims up to a batch of due contracts (SKIP LOCKED, so workers on other
  * instances take other contracts); each becomes a `bill` (an attempt, pending) or, for a cycle later than
  * `maxLateMs`, a `billing_missed`, written by the change path's batched statement (a group commit: one statement for
- * many contracts, their events, their attempts); then the new attempts go to the gateway, `concurrency` at a time.
+ * many contracts, their events, their attempts); then the new attempts go to the gateway, `concurrency` at a time,
+ * while the next batch is claimed.
  * Exactly one attempt per cycle: a contract changed since it was read (an action committed first) is planned again
  * from its row, where it is no longer due, and the attempts' unique key refuses a second one whatever happens. An
  * attempt that a crash left between the commit and the gateway is handed over again, with the same idempotency key.
@@ -60,6 +61,9 @@ export class BillingWorker extends Worker {
   async tick(): Promise<{ attempted: number; missed: number; submitted: number }> {
     const batch = this.opts.batchSize ?? BATCH;
     const done = { attempted: 0, missed: 0, submitted: 0 };
+    // The attempts of one batch are handed over while the next batch is claimed and committed: the gateway's wait and
+    // the database's work overlap, and at most one batch is being handed over at a time.
+    let handing: Promise<void> = Promise.resolve();
     try {
       for (;;) {
         const now = this.ctx.clock.now();
@@ -72,12 +76,17 @@ export class BillingWorker extends Worker {
           else if (p?.kind === 'missed') done.missed++;
         }
         done.attempted += attempts.length;
-        done.submitted += await this.submitAll(attempts);
+        await handing;
+        handing = this.submitAll(attempts).then((n) => {
+          done.submitted += n;
+        });
         if (due.length < batch) break;
       }
+      await handing;
       done.submitted += await this.resubmit();
     } catch (err) {
       this.stats.failures++;
+      await handing;
       throw err;
     } finally {
       this.stats.ticks++;
