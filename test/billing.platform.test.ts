@@ -198,6 +198,23 @@ describe('a contract ended on the platform while its attempt was pending', () =>
   });
 });
 
+describe('a shop installed before svc billed on the platform', () => {
+  it('subscribes to the billing attempt webhooks at its next install step (what migration 0017 sets off)', async () => {
+    const shop = await shopWithDueContracts(0);
+    const platformShop = p.standIn.shop(shop.domain);
+    platformShop.webhookSubscriptions = platformShop.webhookSubscriptions.filter((w) => !w.topic.startsWith('SUBSCRIPTION_BILLING_ATTEMPTS_'));
+    await p.t.ctx.db.withSession((run) => run(`UPDATE platform_installations SET webhooks_registered_at = NULL WHERE shop_id = $1`, [shop.shopId]));
+    await p.t.shopify!.installer.continueInstall({ id: shop.shopId, domain: shop.domain });
+    const topics = p.standIn.shop(shop.domain).webhookSubscriptions.map((w) => w.topic);
+    expect(topics.filter((t) => t.startsWith('SUBSCRIPTION_BILLING_ATTEMPTS_')).sort()).toEqual([
+      'SUBSCRIPTION_BILLING_ATTEMPTS_CHALLENGED',
+      'SUBSCRIPTION_BILLING_ATTEMPTS_FAILURE',
+      'SUBSCRIPTION_BILLING_ATTEMPTS_SUCCESS',
+    ]);
+    expect(new Set(topics).size).toBe(topics.length);
+  });
+});
+
 describe('bill_now in platform mode', () => {
   it('creates the platform’s attempt for the current cycle at once, and the outcome arrives by webhook', async () => {
     const shop = await shopWithDueContracts(1);

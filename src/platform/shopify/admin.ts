@@ -79,8 +79,8 @@ const storeRefreshedParams = (
  * Calls take their turn in the order they came (a queue: a large query is not starved by a stream of small ones),
  * and what a call was expected to cost stays counted against the bucket until its answer: the platform's report
  * cannot include calls it has not seen yet, so the level svc works with is the reported one less the calls in
- * flight. (Points are restored at the restore rate only while the bucket is below full, so a bucket kept just above
- * empty loses none: https://shopify.dev/docs/api/usage/limits#graphql-admin-api-rate-limits.)
+ * flight. (The bucket is a leaky bucket refilled continuously at the restore rate up to its size, so a bucket kept
+ * just above empty loses none of it: https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits.)
  */
 class Bucket {
   available: number;

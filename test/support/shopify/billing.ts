@@ -316,6 +316,10 @@ function stateView(s: AttemptState): object {
               : { __typename: 'SubscriptionBillingAttemptPaymentError', code: s.code };
       return { __typename: 'SubscriptionBillingAttemptFailedState', error };
     }
+    default: {
+      const never: never = s;
+      throw new Error(`unknown attempt state ${JSON.stringify(never)}`);
+    }
   }
 }
 
