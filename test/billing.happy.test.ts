@@ -262,3 +262,19 @@ describe('MCP: bill_now, list_billing_attempts, get_upcoming_renewals', () => {
     }
   });
 });
+
+describe('metrics', () => {
+  it('GET /metrics counts the billing worker\'s attempts, missed cycles and hand-overs', async () => {
+    const stats = { ticks: 3, attempted: 7, missed: 2, submitted: 7, submitFailures: 1, failures: 0 };
+    const m = await startTestApp({ database: t.database, clock: t.clock, appDeps: { metrics: { billingStats: () => stats } } });
+    try {
+      const text = (await m.inject({ url: '/metrics' })).body;
+      expect(text).toMatch(/^svc_billing_attempts_total 7$/m);
+      expect(text).toMatch(/^svc_billing_missed_total 2$/m);
+      expect(text).toMatch(/^svc_billing_submitted_total 7$/m);
+      expect(text).toMatch(/^svc_billing_submit_failures_total 1$/m);
+    } finally {
+      await m.app.close();
+    }
+  });
+});

@@ -10,12 +10,16 @@ import { outboxBacklog } from '../db/webhookOutbox.js';
 import type { DispatcherStats } from '../workers/webhookDispatcher.js';
 
 export type SchedulerStats = { ticks: number; resumed: number; failures: number; lastLagMs: number };
+/** The billing worker's running totals (BillingWorker.stats). */
+export type BillingStats = { ticks: number; attempted: number; missed: number; submitted: number; submitFailures: number; failures: number };
 
 export type MetricsOptions = {
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
   token?: string;
   /** The resume scheduler's running totals (ResumeSweep.stats), read at each scrape. */
   schedulerStats?: () => SchedulerStats;
+  /** Renewals: the billing worker's running totals (BillingWorker.stats), read at each scrape. */
+  billingStats?: () => BillingStats;
   /** The webhook dispatcher's running totals (WebhookDispatcher.stats), read at each scrape. */
   webhookStats?: () => DispatcherStats;
   /**
@@ -102,6 +106,25 @@ export class AppMetrics {
           this.set(scheduler().lastLagMs / 1000);
         },
       });
+    }
+
+    const billing = opts.billingStats;
+    if (billing) {
+      const total = (name: string, help: string, read: (s: BillingStats) => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read(billing()));
+          },
+        });
+      total('svc_billing_attempts_total', 'Billing attempts this instance created (due cycles and retries).', (s) => s.attempted);
+      total('svc_billing_missed_total', 'Cycles this instance recorded as missed (later than BILLING_MAX_LATE).', (s) => s.missed);
+      total('svc_billing_submitted_total', 'Attempts this instance handed to the gateway (again, after a crash, included).', (s) => s.submitted);
+      total('svc_billing_submit_failures_total', 'Attempts the gateway could not take (handed over again later with the same key).', (s) => s.submitFailures);
+      total('svc_billing_round_failures_total', 'Billing rounds that failed (retried on the next tick).', (s) => s.failures);
     }
 
     const db = opts.db;
