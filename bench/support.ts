@@ -184,7 +184,18 @@ export type SteadyResult = { rps: number; p50: number; p99: number; errors: numb
  * back at the start of every second, which measures a burst of `rate` requests once a second. A second at the same
  * rate goes first, not counted: connections opened, code warmed, as in a running service.
  */
-export async function steadyRate(opts: { rate: number; seconds: number; connections: number; headers: Record<string, string>; next: () => SteadyRequest }): Promise<SteadyResult> {
+export async function steadyRate(opts: {
+  rate: number;
+  /** How long the counted part runs at most. */
+  seconds: number;
+  connections: number;
+  headers: Record<string, string>;
+  next: () => SteadyRequest;
+  /** Ends the counted part early once it answers true (asked before each send): a load that lasts as long as something else. */
+  until?: () => boolean;
+  /** Called when the counted part starts (after the uncounted second). */
+  onStart?: () => void;
+}): Promise<SteadyResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
   const latencies: number[] = [];
   let errors = 0;
@@ -219,11 +230,12 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
   // lateness counts in their latency.
   const paced = (seconds: number, record: boolean) =>
     new Promise<number>((finished) => {
-      const total = Math.round(opts.rate * seconds);
+      let total = Math.round(opts.rate * seconds);
       const start = performance.now();
       let i = 0;
       const tick = () => {
         const now = performance.now();
+        if (record && opts.until?.()) total = i;
         for (; i < total && start + i * interval <= now; i++) inFlight.push(send(start + i * interval, record));
         if (i < total) setTimeout(tick, Math.max(0, start + i * interval - performance.now()));
         else finished(start);
@@ -232,6 +244,7 @@ export async function steadyRate(opts: { rate: number; seconds: number; connecti
     });
   await paced(1, false);
   await Promise.all(inFlight.splice(0));
+  opts.onStart?.();
   const start = await paced(opts.seconds, true);
   await Promise.all(inFlight);
   agent.destroy();

@@ -13,6 +13,11 @@ export interface BillingGateway {
    * the attempt could not be handed over; svc then tries again later with the same key.
    */
   createAttempt(req: BillingAttemptRequest): Promise<{ reference: string | null }>;
+  /**
+   * How long after a hand-over its outcome may still come; past that, the worker hands the attempt over again (same
+   * key). Unset: ten minutes, as for the platform, which may take that long to settle an attempt.
+   */
+  readonly outcomeWithinMs?: number;
 }
 
 export type BillingAttemptRequest = {

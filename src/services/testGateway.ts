@@ -86,6 +86,11 @@ const gatewayRows = perDatabase((db: Database) => {
 type Told = { shopId: string; contractId: string; attemptId: string; amount: string; currencyCode: string };
 
 export class TestGateway implements BillingGateway {
+  /**
+   * Its outcomes are told by the process that took the attempt, about a second later: one not told within half a
+   * minute was lost with that process (a crash, a kill), so the attempt is handed over again.
+   */
+  readonly outcomeWithinMs = 30_000;
   private readonly delayMs: number;
   private readonly scheduler: Scheduler;
 

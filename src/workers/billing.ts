@@ -16,7 +16,10 @@ const BATCH = 500;
 const CLAIM_MS = 60_000;
 /** A pending attempt not handed over this long after its creation was left by a crash: it is handed over again. */
 const UNSUBMITTED_AFTER_MS = 30_000;
-/** A handed-over attempt with no outcome this long is asked about again (the gateway answers with the same key). */
+/**
+ * A handed-over attempt with no outcome this long is asked about again (the gateway answers with the same key),
+ * unless the gateway says how long its outcomes take (BillingGateway.outcomeWithinMs).
+ */
 const RESUBMIT_AFTER_MS = 10 * 60_000;
 
 export type BillingWorkerOptions = {
@@ -142,7 +145,7 @@ export class BillingWorker extends Worker {
     const now = this.ctx.clock.now().getTime();
     const stale = await unsubmittedAttempts(this.ctx.db, {
       createdBefore: new Date(now - UNSUBMITTED_AFTER_MS),
-      submittedBefore: new Date(now - RESUBMIT_AFTER_MS),
+      submittedBefore: new Date(now - (this.ctx.billing?.gateway.outcomeWithinMs ?? RESUBMIT_AFTER_MS)),
       limit: this.opts.batchSize ?? BATCH,
     });
     if (!stale.length) return 0;

@@ -1,0 +1,329 @@
+/**
+ * npm run bench:billing: renewals under load on this machine. svc runs as its own process, as `npm start` runs it
+ * (BILLING=on, standalone mode: payments through the built-in test gateway), on PostgreSQL when DATABASE_URL is set
+ * (in a fresh schema), else on a fresh embedded database (then the database's CPU is inside svc's process).
+ *
+ * The storm: BENCH_BILLING_CONTRACTS (default 100,000) ACTIVE contracts of one shop, written by one INSERT … SELECT
+ * over generate_series from a few realistic contracts, not yet due; once svc runs, one UPDATE makes all of them due
+ * at the same moment. From that commit to the moment every one of their attempts has its outcome committed (the
+ * attempt completed, its events and its webhook outbox row written in the same statement, by the change path):
+ * - the time it took, and the number of attempts completed per second;
+ * - svc's peak RSS (VmHWM) over the whole run;
+ * - duplicates: cycles (contract, cycle date) with more than one successful attempt, and order names given twice;
+ * - CPU per billed contract of svc and of PostgreSQL (all its processes), net of the API load below (the requests
+ *   answered meanwhile, at the CPU per request measured first with the API alone) and as measured (with it);
+ * - the API meanwhile: a steady, open-loop 200 requests per second (support.ts steadyRate), half GETs of contracts
+ *   being billed, half pause/resume actions on other contracts of the shop (never due), p50 and p99; the same load is
+ *   first run alone for BENCH_API_SECONDS (default 5), for comparison.
+ * A webhook endpoint of the shop subscribes to the billing outcomes (so each outcome writes an outbox row), pointing
+ * at a receiver in this process; the deliveries received by the end are counted.
+ *
+ * Then the platform scenario (bench/billingPlatform.ts, when present): billing on the platform stand-in against its
+ * cost bucket. One line per row, and the last line printed is one JSON object. BENCH_PROFILE=dir writes a CPU
+ * profile of the svc process; BENCH_BILLING_TIMEOUT (seconds, default 600) ends a storm that does not finish.
+ */
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Database } from '../src/db/client.js';
+import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
+import { generateKey } from '../src/services/generateKey.js';
+import { seedContracts } from '../src/services/seedContracts.js';
+import { setShopPlan } from '../src/services/shops.js';
+import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
+import { systemResolve } from '../src/webhooks/addressGuard.js';
+import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, pauseResumeNext, peakRssMb, root, startChild, steadyRate, type SteadyRequest, type SteadyResult } from './support.js';
+
+const CONTRACTS = Number(process.env.BENCH_BILLING_CONTRACTS ?? 100_000);
+const TIMEOUT_S = Number(process.env.BENCH_BILLING_TIMEOUT ?? 600);
+const API_SECONDS = Number(process.env.BENCH_API_SECONDS ?? 5);
+const PROFILE_DIR = process.env.BENCH_PROFILE;
+/** BENCH_BILLING_ONLY=storm or =platform runs one part. */
+const ONLY = process.env.BENCH_BILLING_ONLY?.split(',');
+const PLATFORM_CONTRACTS = Number(process.env.BENCH_BILLING_PLATFORM_CONTRACTS ?? 5000);
+/** BENCH_API=off: the storm without the API load (its CPU then needs no estimate); BENCH_WEBHOOKS=off: no endpoint. */
+const API_ON = process.env.BENCH_API !== 'off';
+const WEBHOOKS_ON = process.env.BENCH_WEBHOOKS !== 'off';
+/** Realistic contracts the storm's rows are copied from (lines, address, policy), and the contracts the actions use. */
+const TEMPLATES = 50;
+const ACTION_CONTRACTS = 2000;
+const RATE = 200;
+const CONNECTIONS = 50;
+const BILLING_OUTCOMES = ['billing.succeeded', 'billing.failed', 'billing.action_required'];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const q = <T>(db: Database, text: string, params: unknown[] = []) => db.withSession((run) => run(text, params)) as Promise<T[]>;
+
+/** Receives the webhook deliveries, answers 200 at once, counts them. */
+async function startReceiver() {
+  let received = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(200).end('ok');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received: () => received, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/**
+ * The storm's contracts: copies of the templates (round robin), ACTIVE, their payment method `succeeds`, due in a
+ * hundred years until the storm makes them due. One statement. Answers the new ids' range.
+ */
+async function insertStorm(db: Database, shopId: string, templateIds: string[], count: number): Promise<{ first: string; last: string }> {
+  const [r] = await q<{ first: string; last: string; n: string }>(
+    db,
+    `WITH t AS (SELECT c.*, row_number() OVER (ORDER BY id) - 1 AS k FROM subscription_contracts c WHERE c.id = ANY ($2::bigint[])),
+     ins AS (
+       INSERT INTO subscription_contracts (shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
+         delivery_interval, delivery_interval_count, next_billing_date, lines, shipping_address, delivery_price, discounts, totals,
+         created_at, updated_at, payment_behaviour)
+       SELECT $1::bigint, 'ACTIVE', (9000000 + i)::text, format('storm%s@example.com', i), t.billing_interval, t.billing_interval_count,
+         t.delivery_interval, t.delivery_interval_count, now() + interval '100 years', t.lines, t.shipping_address, t.delivery_price,
+         t.discounts, t.totals, t.created_at, t.created_at, 'succeeds'
+         FROM generate_series(0, $3::int - 1) AS i JOIN t ON t.k = i % $4::int
+       RETURNING id)
+     SELECT min(id)::text AS first, max(id)::text AS last, count(*)::text AS n FROM ins`,
+    [shopId, templateIds, count, templateIds.length],
+  );
+  if (Number(r.n) !== count) throw new Error(`inserted ${r.n} storm contracts, not ${count}`);
+  return r;
+}
+
+type StormCounts = { attempts: number; done: number; succeeded: number };
+
+async function stormCounts(db: Database, shopId: string, range: { first: string; last: string }): Promise<StormCounts> {
+  const [r] = await q<{ attempts: string; done: string; succeeded: string }>(
+    db,
+    `SELECT count(*)::text AS attempts, count(*) FILTER (WHERE status <> 'pending')::text AS done,
+            count(*) FILTER (WHERE status = 'succeeded')::text AS succeeded
+       FROM billing_attempts WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3`,
+    [shopId, range.first, range.last],
+  );
+  return { attempts: Number(r.attempts), done: Number(r.done), succeeded: Number(r.succeeded) };
+}
+
+/** What the storm left in the database: everything committed, once each. */
+async function stormChecks(db: Database, shopId: string, range: { first: string; last: string }) {
+  const p = [shopId, range.first, range.last];
+  const [r] = await q<Record<string, string>>(
+    db,
+    `SELECT
+       (SELECT count(*) FROM (SELECT 1 FROM billing_attempts WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND status = 'succeeded'
+                               GROUP BY contract_id, cycle_date HAVING count(*) > 1) d)::text AS "duplicateCycles",
+       (SELECT count(*) FROM (SELECT 1 FROM billing_attempts WHERE shop_id = $1 AND "order" IS NOT NULL
+                               GROUP BY "order" ->> 'name' HAVING count(*) > 1) d)::text AS "duplicateOrderNames",
+       (SELECT count(*) FROM billing_attempts WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND status = 'pending')::text AS pending,
+       (SELECT count(DISTINCT contract_id) FROM billing_attempts WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND status = 'succeeded')::text AS "contractsBilled",
+       (SELECT count(*) FROM contract_events WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND type = 'billing.attempted')::text AS "attemptedEvents",
+       (SELECT count(*) FROM contract_events WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND type = ANY ($4::text[]))::text AS "outcomeEvents",
+       (SELECT count(*) FROM webhook_deliveries WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3 AND type = ANY ($4::text[]))::text AS "outboxRows",
+       (SELECT count(*) FROM subscription_contracts WHERE shop_id = $1 AND id BETWEEN $2 AND $3 AND next_billing_date <= now())::text AS "stillDue"`,
+    [...p, BILLING_OUTCOMES],
+  );
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)])) as Record<string, number>;
+}
+
+function apiRow(name: string, r: SteadyResult, extra = ''): void {
+  console.log(`${name.padEnd(34)} ${String(r.rps).padStart(5)} req/s  p50 ${String(r.p50).padStart(5)} ms  p99 ${String(r.p99).padStart(5)} ms  non-2xx ${r.non2xx}  errors ${r.errors}${extra}`);
+}
+
+/**
+ * Platform mode (bench/billingPlatform.ts): PLATFORM_CONTRACTS due contracts billed through the platform's billing
+ * attempts against the stand-in's cost bucket (2,000 points, 1,000 restored a second). svc and the stand-in run in
+ * this process there, so "svc" CPU per billed contract is this process's, the stand-in's included.
+ */
+async function platformScenario(): Promise<Record<string, unknown> | null> {
+  const file = path.join(root, 'bench', 'billingPlatform.ts');
+  if (!existsSync(file)) {
+    console.log('platform billing: bench/billingPlatform.ts is not there; the platform scenario was not run');
+    return null;
+  }
+  type Scenario = (opts: { contracts: number }) => Promise<{ billed: number; seconds: number; bucketUseRatio: number; throttledFailures: number; duplicates: number; throttledAnswers: number; pointsPerSecond: number }>;
+  const { billingPlatformScenario } = (await import(pathToFileURL(file).href)) as { billingPlatformScenario: Scenario };
+  const svc0 = cpuMs({ pid: process.pid });
+  const pg0 = cpuMs({ name: 'postgres' });
+  const r = await billingPlatformScenario({ contracts: PLATFORM_CONTRACTS });
+  const per = (ms: number) => Math.round((ms * 1000) / Math.max(1, r.billed));
+  const cpu = { svcAndStandInUs: per(cpuMs({ pid: process.pid }) - svc0), pgUs: per(cpuMs({ name: 'postgres' }) - pg0) };
+  console.log(
+    `platform billing: ${r.billed}/${PLATFORM_CONTRACTS} in ${r.seconds} s  bucket use ${r.bucketUseRatio} of its restore rate (${r.pointsPerSecond} points/s)  ` +
+      `THROTTLED failures ${r.throttledFailures} (answers met and retried: ${r.throttledAnswers})  duplicates ${r.duplicates}  ` +
+      `cpu/contract: svc+stand-in ${cpu.svcAndStandInUs} µs, postgres ${cpu.pgUs} µs`,
+  );
+  return { ...r, cpuPerContract: cpu };
+}
+
+/** The storm in standalone mode, with the API load: its figures for the JSON line. */
+async function stormScenario(): Promise<Record<string, unknown>> {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const bench = await benchDatabase();
+  cleanups.push(() => bench.cleanup());
+  const { db, where } = bench;
+  const receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+
+  const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null, webhookAddresses: { allowPrivate: true, resolve: systemResolve } });
+  const shop = await setShopPlan({ ctx, input: { domain: 'billing-bench.myshopify.com', plan: 'enterprise' } });
+  const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
+  if (WEBHOOKS_ON) await createWebhookEndpoint({ ctx, input: { caller: { shopId: shop.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: receiver.url, events: BILLING_OUTCOMES } } });
+  // Both seeded sets are due a day or more from now: only the storm's UPDATE makes anything due.
+  const templates = await seedContracts({ ctx, input: { shopId: shop.id, count: TEMPLATES } });
+  const actionIds = (await seedContracts({ ctx, input: { shopId: shop.id, count: ACTION_CONTRACTS } })).map((c) => c.id);
+  const t0 = performance.now();
+  const range = await insertStorm(db, shop.id, templates.map((c) => c.id), CONTRACTS);
+  await q(db, 'ANALYZE subscription_contracts');
+  console.log(`seeded ${CONTRACTS} storm contracts in ${Math.round(performance.now() - t0)} ms (one INSERT … SELECT generate_series)`);
+
+  const env: NodeJS.ProcessEnv = {
+    ...bench.env,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    BILLING: 'on',
+    WEBHOOKS_ALLOW_PRIVATE: 'true',
+    // The benchmark measures billing and latency, not the limiter: raised for this run only.
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    AUTH_FAILURE_LIMIT_PER_MINUTE: '100000000',
+  };
+  const nodeArgs = buildServer(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  const svc = await startChild('dist/main.js', env, nodeArgs);
+  cleanups.unshift(() => void svc.child.kill('SIGTERM'));
+  const svcPid = svc.child.pid!;
+  const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+  console.log(`svc ${svc.url} on ${where} (BILLING=on, standalone: the test gateway); node ${process.version}; ${os.cpus().length} cores; load average ${load()}`);
+
+  const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+  const stormIds = { first: BigInt(range.first), span: BigInt(range.last) - BigInt(range.first) + 1n };
+  const randomStormId = () => String(stormIds.first + BigInt(Math.floor(Math.random() * Number(stormIds.span))));
+  const paused = new Set<string>();
+  const act = pauseResumeNext(svc.url, () => actionIds[Math.floor(Math.random() * actionIds.length)], paused);
+  let n = 0;
+  const mixed = (): SteadyRequest => (n++ % 2 ? act() : { method: 'GET', url: `${svc.url}/api/v1/subscription-contracts/${randomStormId()}` });
+
+  // The API alone first: its latency without a storm, and its CPU per request, taken off the storm's CPU below.
+  let svcBefore = 0;
+  let pgBefore = 0;
+  const alone = await steadyRate({
+    rate: RATE,
+    seconds: API_SECONDS,
+    connections: CONNECTIONS,
+    headers,
+    next: mixed,
+    onStart: () => {
+      svcBefore = cpuMs({ pid: svcPid });
+      pgBefore = cpuMs({ name: 'postgres' });
+    },
+  });
+  const served = (r: SteadyResult) => Object.values(r.statuses).reduce((a, b) => a + b, 0) || 1;
+  const apiSvcMsPerReq = (cpuMs({ pid: svcPid }) - svcBefore) / served(alone);
+  const apiPgMsPerReq = (cpuMs({ name: 'postgres' }) - pgBefore) / served(alone);
+  apiRow(`API at ${RATE}/s alone (GET + actions)`, alone, `  cpu/req: svc ${Math.round(apiSvcMsPerReq * 1000)} µs, postgres ${Math.round(apiPgMsPerReq * 1000)} µs`);
+
+  // The storm: the API load starts (one uncounted second), then one statement makes every storm contract due.
+  let stormStart = 0;
+  let stormEnd = 0;
+  let svcCpu0 = 0;
+  let pgCpu0 = 0;
+  let timedOut = false;
+  const apiLoad = API_ON ? steadyRate({ rate: RATE, seconds: TIMEOUT_S + 10, connections: CONNECTIONS, headers, next: mixed, until: () => stormEnd > 0 || timedOut }) : null;
+  if (apiLoad) await sleep(1000);
+  svcCpu0 = cpuMs({ pid: svcPid });
+  pgCpu0 = cpuMs({ name: 'postgres' });
+  const batches0 = await batchStats(svc.url);
+  await q(db, `UPDATE subscription_contracts SET next_billing_date = now() WHERE shop_id = $1 AND id BETWEEN $2 AND $3`, [shop.id, range.first, range.last]);
+  stormStart = performance.now();
+  console.log(`storm: ${CONTRACTS} contracts due now`);
+  let counts: StormCounts = { attempts: 0, done: 0, succeeded: 0 };
+  let lastPrint = stormStart;
+  for (;;) {
+    counts = await stormCounts(db, shop.id, range);
+    const now = performance.now();
+    if (counts.done >= CONTRACTS) {
+      stormEnd = now;
+      break;
+    }
+    if (now - stormStart > TIMEOUT_S * 1000) {
+      timedOut = true;
+      stormEnd = now;
+      break;
+    }
+    if (now - lastPrint >= 5000) {
+      lastPrint = now;
+      console.log(`  ${((now - stormStart) / 1000).toFixed(0).padStart(4)} s: ${counts.attempts} attempts created, ${counts.done} with their outcome; svc rss ${peakRssMb(svcPid)} MB peak`);
+    }
+    await sleep(250);
+  }
+  const stormS = (stormEnd - stormStart) / 1000;
+  const svcCpu = cpuMs({ pid: svcPid }) - svcCpu0;
+  const pgCpu = cpuMs({ name: 'postgres' }) - pgCpu0;
+  const batches = batchDelta(batches0, await batchStats(svc.url), Math.max(1, counts.done));
+  const during: SteadyResult = (await apiLoad) ?? { rps: 0, p50: NaN, p99: NaN, errors: 0, non2xx: 0, statuses: {} };
+  const rss = peakRssMb(svcPid);
+  const checks = await stormChecks(db, shop.id, range);
+  const billed = Math.max(1, counts.done);
+  const perContract = (ms: number) => Math.round((ms * 1000) / billed);
+  // The API requests answered meanwhile, at what each cost when the API ran alone, are not the storm's.
+  const answered = apiLoad ? served(during) : 0;
+  // An estimate: a request costs less CPU in a busy process (its statements batched with others) than alone, so with
+  // the API on, what is taken off can exceed the truth; null when it comes out below zero (BENCH_API=off measures
+  // the storm alone).
+  const netOf = (total: number, perReq: number) => (total - perReq * answered >= 0 ? perContract(total - perReq * answered) : null);
+  const net = { svcUs: netOf(svcCpu, apiSvcMsPerReq), pgUs: netOf(pgCpu, apiPgMsPerReq) };
+  const gross = { svcUs: perContract(svcCpu), pgUs: perContract(pgCpu) };
+  console.log(
+    `storm ${timedOut ? 'NOT FINISHED' : 'billed'}: ${counts.done}/${CONTRACTS} in ${stormS.toFixed(1)} s (${Math.round(counts.done / stormS)}/s)  peak rss ${rss} MB  ` +
+      `duplicates ${checks.duplicateCycles} (order names twice: ${checks.duplicateOrderNames})  cpu/contract net of the API (estimate): svc ${net.svcUs ?? '?'} µs, postgres ${net.pgUs ?? '?'} µs ` +
+      `(with the API load: svc ${gross.svcUs} µs, postgres ${gross.pgUs} µs)`,
+  );
+  console.log(
+    `  committed: ${checks.contractsBilled} contracts billed, ${checks.attemptedEvents} billing.attempted and ${checks.outcomeEvents} outcome events, ` +
+      `${checks.outboxRows} outbox rows, ${checks.pending} attempts pending, ${checks.stillDue} contracts still due; ${receiver.received()} webhooks received by the end`,
+  );
+  console.log(`  batched statements per billed contract (mean batch), API requests included: ${batches}`);
+  if (apiLoad) apiRow(`API at ${RATE}/s during the storm`, during, `  (${Object.entries(during.statuses).map(([s, k]) => `${s}: ${k}`).join(', ')})`);
+
+  console.log(`load average ${load()} (other work on this machine counts in every figure)`);
+
+  const ok = !timedOut && checks.duplicateCycles === 0 && checks.duplicateOrderNames === 0 && checks.pending === 0 && checks.contractsBilled === CONTRACTS && checks.outboxRows === (WEBHOOKS_ON ? CONTRACTS : 0);
+  if (!ok) console.log('warning: the storm did not bill every contract exactly once with its events and outbox rows (see the lines above)');
+  for (const c of cleanups) await c();
+  const summary = {
+    storm: {
+      contracts: CONTRACTS,
+      billed: counts.done,
+      seconds: Math.round(stormS * 10) / 10,
+      perSecond: Math.round(counts.done / stormS),
+      finished: !timedOut,
+      peakRssMb: rss,
+      duplicates: checks.duplicateCycles,
+      duplicateOrderNames: checks.duplicateOrderNames,
+      pending: checks.pending,
+      outcomeEvents: checks.outcomeEvents,
+      outboxRows: checks.outboxRows,
+      cpuPerContract: net,
+      cpuPerContractWithApi: gross,
+    },
+    api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: during.rps, p50: during.p50, p99: during.p99, non2xx: during.non2xx, errors: during.errors } },
+    database: where,
+    loadAverage: os.loadavg()[0],
+  };
+  return summary;
+}
+
+async function main() {
+  const summary: Record<string, unknown> = {};
+  if (!ONLY || ONLY.includes('storm')) Object.assign(summary, await stormScenario());
+  summary.platform = !ONLY || ONLY.includes('platform') ? await platformScenario() : null;
+  console.log(JSON.stringify(summary));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
