@@ -29,7 +29,7 @@ describe('what is recorded', () => {
     const keyId = await keyIdOf(t, s.shopId);
     const [c] = await t.seed(s.shopId, 1);
     const start = recorded(t);
-    const get = await t.inject({ url: `${API}/${c.id}?expand=none`, headers: { ...bearer(s.key), 'user-agent': 'acme-backend/2.1' } });
+    const get = await t.inject({ url: `${API}?status=ACTIVE&limit=5`, headers: { ...bearer(s.key), 'user-agent': 'acme-backend/2.1' } });
     expect(get.statusCode).toBe(200);
     await written(t, start + 1);
     t.clock.advance(1);
@@ -67,7 +67,7 @@ describe('what is recorded', () => {
     });
     expect(paused.durationMs).toBeGreaterThanOrEqual(0);
     // The query is part of the path.
-    expect(read).toMatchObject({ method: 'GET', path: `${API}/${c.id}?expand=none`, status: 200, errorCode: null, requestId: get.headers['x-request-id'] });
+    expect(read).toMatchObject({ method: 'GET', path: `${API}?status=ACTIVE&limit=5`, status: 200, errorCode: null, requestId: get.headers['x-request-id'] });
     expect(skip).toMatchObject({ status: 409, errorCode: 'invalid_state', idempotencyKey: null, requestId: again.headers['x-request-id'] });
     // An unknown route of the API, with a valid key, is a request of that key too.
     const before = recorded(t);

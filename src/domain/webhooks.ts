@@ -69,6 +69,7 @@ export function testEvent(type: ContractEventType, deliveryId: string, at: Date)
     resumeAt: null,
     cancelledAt: to === 'CANCELLED' ? when : null,
     cancellationReason: null,
+    billing: { status: 'ok', failedAttempts: 0, nextAttemptAt: null, lastAttempt: null },
     createdAt: when,
     updatedAt: when,
   };
