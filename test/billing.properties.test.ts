@@ -88,7 +88,9 @@ function outcomeOf(kind: OutcomeKind, req: BillingAttemptRequest): BillingOutcom
       return { kind: 'succeeded', order: { id: req.attemptId, name: '#1', amount: req.amount, currencyCode: req.currencyCode } };
     case 'action_required':
       return { kind: 'action_required', nextActionUrl: null };
-    default:
+    case 'expired_card':
+    case 'insufficient_funds':
+    case 'out_of_stock':
       return { kind: 'failed', errorCode: kind, platformErrorCode: kind, message: null };
   }
 }

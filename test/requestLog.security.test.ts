@@ -163,7 +163,7 @@ describe('a database outage', () => {
     const app = await startTestApp({ database: { ...t.database, db: flaky }, clock: t.clock, appDeps: { requestLog: { maxBuffered: 5, batchSize: 2 } } });
     try {
       const s = await t.shopWithKey();
-      const [c] = await t.seed(s.shopId, 1);
+      await t.seed(s.shopId, 1);
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
         const res = await app.inject({ url: `${API}?limit=${i + 1}`, headers: bearer(s.key) });
