@@ -1,3 +1,4 @@
+import { mapInLanes } from '../lanes.js';
 import { randomUUID } from 'node:crypto';
 import { claimDueContracts, unsubmittedAttempts, type UnsubmittedAttempt } from '../db/billingRows.js';
 import { contractRows } from '../db/contractRows.js';
@@ -69,7 +70,9 @@ export class BillingWorker extends Worker {
         const now = this.ctx.clock.now();
         const due = await claimDueContracts(this.ctx.db, { now, until: new Date(now.getTime() + CLAIM_MS), limit: batch, shopId: this.opts.shopId });
         if (!due.length) break;
-        const planned = await Promise.all(due.map((row) => this.bill(row)));
+        // At most `concurrency` changes in flight, not the whole batch: the requests the instance serves meanwhile share
+        // its database connections, and wait behind tens of changes rather than hundreds.
+        const planned = await mapInLanes(due, this.opts.concurrency, (row) => this.bill(row));
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
         for (const p of planned) {
           if (p?.kind === 'attempted') attempts.push(p);
