@@ -20,7 +20,7 @@ import { API, insertContract, sql } from './support/fixtures.js';
  * no ACTIVE contract is left due, and no attempt is left pending. One shop per run.
  */
 
-const RUNS = Number(process.env.PROPERTY_RUNS ?? 30);
+const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
 const CONTRACTS = 3;
 const MINUTE = 60_000;
 const DAY = 86_400_000;
