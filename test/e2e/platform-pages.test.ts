@@ -69,8 +69,8 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     await expect.poll(() => contractRows(t).count(), { timeout: 10_000 }).toBe(25);
     await screenshot(page, 'platform-import-paged', false);
 
-    // Bulk: the operation runs on the platform until the stand-in completes it.
-    await page.getByText('Shopify is preparing every contract of the store for the import.').waitFor({ timeout: 15_000 });
+    // Bulk: the operation runs on the platform until the stand-in completes it (after 32 slowed pages of 8 contracts).
+    await page.getByText('Shopify is preparing every contract of the store for the import.').waitFor({ timeout: 60_000 });
     await page.getByText(/bulk operation on Shopify/).waitFor();
     await screenshot(page, 'platform-import-bulk', false);
     expect(t.adminCalls.filter((c) => c.url === '/admin/api/shop').length).toBeGreaterThan(2);
