@@ -84,21 +84,23 @@ export class AppMetrics {
     });
     for (const outcome of ['executed', 'replayed', 'in_progress', 'key_reused']) this.idempotent.inc({ outcome }, 0);
 
+    // A counter kept by a worker or a writer of this process, read at each scrape.
+    const total = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+
     const scheduler = opts.schedulerStats;
     if (scheduler) {
-      const total = (name: string, help: string, read: (s: SchedulerStats) => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read(scheduler()));
-          },
-        });
-      total('svc_scheduler_ticks_total', 'Resume sweeps run by this instance.', (s) => s.ticks);
-      total('svc_scheduler_resumed_total', 'Contracts resumed by this instance\'s scheduler.', (s) => s.resumed);
-      total('svc_scheduler_failures_total', 'Resume sweeps that failed (retried on the next tick).', (s) => s.failures);
+      total('svc_scheduler_ticks_total', 'Resume sweeps run by this instance.', () => scheduler().ticks);
+      total('svc_scheduler_resumed_total', 'Contracts resumed by this instance\'s scheduler.', () => scheduler().resumed);
+      total('svc_scheduler_failures_total', 'Resume sweeps that failed (retried on the next tick).', () => scheduler().failures);
       new Gauge({
         name: 'svc_scheduler_resume_lag_seconds',
         help: 'How late after its resumeAt the latest scheduled resume ran (the most overdue contract of that sweep).',
@@ -111,21 +113,11 @@ export class AppMetrics {
 
     const billing = opts.billingStats;
     if (billing) {
-      const total = (name: string, help: string, read: (s: BillingStats) => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read(billing()));
-          },
-        });
-      total('svc_billing_attempts_total', 'Billing attempts this instance created (due cycles and retries).', (s) => s.attempted);
-      total('svc_billing_missed_total', 'Cycles this instance recorded as missed (later than BILLING_MAX_LATE).', (s) => s.missed);
-      total('svc_billing_submitted_total', 'Attempts this instance handed to the gateway (again, after a crash, included).', (s) => s.submitted);
-      total('svc_billing_submit_failures_total', 'Attempts the gateway could not take (handed over again later with the same key).', (s) => s.submitFailures);
-      total('svc_billing_round_failures_total', 'Billing rounds that failed (retried on the next tick).', (s) => s.failures);
+      total('svc_billing_attempts_total', 'Billing attempts this instance created (due cycles and retries).', () => billing().attempted);
+      total('svc_billing_missed_total', 'Cycles this instance recorded as missed (later than BILLING_MAX_LATE).', () => billing().missed);
+      total('svc_billing_submitted_total', 'Attempts this instance handed to the gateway (again, after a crash, included).', () => billing().submitted);
+      total('svc_billing_submit_failures_total', 'Attempts the gateway could not take (handed over again later with the same key).', () => billing().submitFailures);
+      total('svc_billing_round_failures_total', 'Billing rounds that failed (retried on the next tick).', () => billing().failures);
     }
 
     const db = opts.db;
@@ -158,15 +150,7 @@ export class AppMetrics {
           for (const [outcome, n] of Object.entries(webhooks().outcomes)) this.inc({ outcome }, n);
         },
       });
-      new Counter({
-        name: 'svc_webhook_attempts_total',
-        help: 'Webhook delivery attempts made by this instance.',
-        registers,
-        collect() {
-          this.reset();
-          this.inc(webhooks().attempts);
-        },
-      });
+      total('svc_webhook_attempts_total', 'Webhook delivery attempts made by this instance.', () => webhooks().attempts);
     }
     if (db && webhooks) {
       // Read from the outbox at each scrape: the whole deployment's backlog, whichever instance sends it.
@@ -191,23 +175,13 @@ export class AppMetrics {
 
     const requestLog = opts.requestLog;
     if (requestLog) {
-      const total = (name: string, help: string, read: (s: RequestLogWriter['stats']) => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read(requestLog.stats));
-          },
-        });
-      total('svc_request_log_written_total', 'Requests written to the request log by this instance.', (s) => s.written);
+      total('svc_request_log_written_total', 'Requests written to the request log by this instance.', () => requestLog.stats.written);
       total(
         'svc_request_log_dropped_total',
         'Request log entries dropped because the buffer was full (the database could not take them in time).',
-        (s) => s.dropped,
+        () => requestLog.stats.dropped,
       );
-      total('svc_request_log_failed_batches_total', 'Request log batches the database refused or did not answer (tried again).', (s) => s.failures);
+      total('svc_request_log_failed_batches_total', 'Request log batches the database refused or did not answer (tried again).', () => requestLog.stats.failures);
       new Gauge({
         name: 'svc_request_log_buffered',
         help: 'Request log entries waiting to be written.',
