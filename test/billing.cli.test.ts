@@ -1,60 +1,22 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { runCli } from '../src/cli/main.js';
-import { openDatabase, type Database } from '../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { uniqueShop } from './support/app.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.js';
+import { cliHarness } from './support/cliHarness.js';
 
 /**
  * The test gateway's CLI: `contracts seed --payment` and `contracts set-payment`, against the test database (the
  * test schema on PostgreSQL, or an embedded data directory made from the migrated template).
  */
 
-let tmp: string;
-let dataDir: string;
-let pgDatabase: TestDatabase | null = null;
-let base: NodeJS.ProcessEnv;
+const { cli, withDatabase } = cliHarness();
 
-beforeAll(async () => {
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
-  dataDir = path.join(tmp, 'data');
-  if (onPostgres()) {
-    pgDatabase = await createTestDatabase();
-    base = { DATABASE_URL: pgDatabase.url! };
-  } else {
-    // A copy of the migrated template: creating an embedded database from scratch costs seconds.
-    const pg = await PGlite.create({ dataDir, loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) });
-    await pg.close();
-    base = { DATA_DIR: dataDir };
-  }
-});
-afterAll(async () => {
-  await pgDatabase?.drop();
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-async function cli(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runCli(argv, { out: (s) => out.push(s), err: (s) => err.push(s) }, base);
-  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-}
-
-async function behaviours(shop: string): Promise<string[]> {
-  const db: Database = pgDatabase ? await pgDatabase.connectAgain() : await openDatabase({ kind: 'pglite', dataDir });
-  try {
-    const rows = await db.withSession((run) =>
-      run<{ payment_behaviour: string }>('SELECT c.payment_behaviour FROM subscription_contracts c JOIN shops s ON s.id = c.shop_id WHERE s.domain = $1 ORDER BY c.id', [shop]),
-    );
-    return rows.map((r) => r.payment_behaviour);
-  } finally {
-    if (!pgDatabase) await db.close();
-  }
-}
+const behaviours = (shop: string): Promise<string[]> =>
+  withDatabase(async (db) =>
+    (
+      await db.withSession((run) =>
+        run<{ payment_behaviour: string }>('SELECT c.payment_behaviour FROM subscription_contracts c JOIN shops s ON s.id = c.shop_id WHERE s.domain = $1 ORDER BY c.id', [shop]),
+      )
+    ).map((r) => r.payment_behaviour),
+  );
 
 describe('svc contracts seed --payment / set-payment', () => {
   it('seeds contracts whose simulated payment method answers as asked, and changes one of them', async () => {

@@ -1,16 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { runCli } from '../src/cli/main.js';
-import { openDatabase, type Database } from '../src/db/client.js';
 import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
 import { loadAppCredentials, verifySessionToken } from '../src/services/sessionTokens.js';
 import { uniqueShop } from './support/app.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.js';
+import { cliHarness } from './support/cliHarness.js';
+import { onPostgres } from './support/db.js';
 
 /**
  * The operator's CLI (docs/product.md §8), called as `runCli(argv, io, env)` against the test database: the test schema on
@@ -18,45 +14,9 @@ import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.
  */
 
 const CONFIGURED = { SHOPIFY_API_KEY: 'cli-app-key', SHOPIFY_API_SECRET: 'cli-app-secret-0123456789abcdef', PUBLIC_URL: 'http://127.0.0.1:4321' };
-let tmp: string;
-let dataDir: string;
-let pgDatabase: TestDatabase | null = null;
-let base: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
-  dataDir = path.join(tmp, 'data');
-  if (onPostgres()) {
-    pgDatabase = await createTestDatabase();
-    base = { DATABASE_URL: pgDatabase.url! };
-  } else {
-    // A copy of the migrated template: creating an embedded database from scratch costs seconds.
-    const pg = await PGlite.create({ dataDir, loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) });
-    await pg.close();
-    base = { DATA_DIR: dataDir };
-  }
-});
-afterAll(async () => {
-  await pgDatabase?.drop();
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-async function cli(argv: string[], env: NodeJS.ProcessEnv = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runCli(argv, { out: (s) => out.push(s), err: (s) => err.push(s) }, { ...base, ...env });
-  return { code, out, err, stdout: out.join('\n'), stderr: err.join('\n') };
-}
-
-/** The CLI's database, opened after the CLI closed it (the embedded one belongs to one process at a time). */
-async function withCliDatabase<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-  const db = pgDatabase ? await pgDatabase.connectAgain() : await openDatabase({ kind: 'pglite', dataDir });
-  try {
-    return await fn(db);
-  } finally {
-    if (!pgDatabase) await db.close();
-  }
-}
+const h = cliHarness();
+const { cli } = h;
+const withCliDatabase = h.withDatabase;
 
 describe('svc CLI', () => {
   it('shops set-plan creates the shop; shops list shows it with its access', async () => {
@@ -223,7 +183,7 @@ describe('the embedded database belongs to one process', () => {
   });
 
   it('a command while another live process holds the lock exits non-zero and names the holder', async () => {
-    const dir = path.join(tmp, 'held');
+    const dir = path.join(h.tmp, 'held');
     mkdirSync(dir, { recursive: true });
     const lock = { pid: holder.pid, role: 'svc server', since: '2026-11-22T10:00:00.000Z' };
     writeFileSync(path.join(dir, 'svc.lock'), JSON.stringify(lock));
@@ -241,9 +201,9 @@ describe('the embedded database belongs to one process', () => {
   it.skipIf(onPostgres())('a lock left by a dead process is taken over', async () => {
     const dead = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
     await new Promise((resolve) => dead.once('exit', resolve));
-    writeFileSync(path.join(dataDir, 'svc.lock'), JSON.stringify({ pid: dead.pid, role: 'svc server', since: 'earlier' }));
+    writeFileSync(path.join(h.dataDir, 'svc.lock'), JSON.stringify({ pid: dead.pid, role: 'svc server', since: 'earlier' }));
     const res = await cli(['shops', 'list']);
     expect(res.code).toBe(0);
-    expect(() => readFileSync(path.join(dataDir, 'svc.lock'))).toThrow();
+    expect(() => readFileSync(path.join(h.dataDir, 'svc.lock'))).toThrow();
   });
 });
