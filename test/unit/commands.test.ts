@@ -156,3 +156,23 @@ describe('sync (the platform says)', () => {
     expect(renamed.contract.lines[0].id).toBe('platform-line-1');
   });
 });
+
+describe('bill_now', () => {
+  const paidAt = (cycleDate: Date, status: 'succeeded' | 'failed') => ({
+    id: 'a1', cycleDate: cycleDate.toISOString(), attempt: 1, trigger: 'schedule' as const, status, errorCode: null, platformErrorCode: null,
+    errorMessage: null, nextActionUrl: null, order: null, amount: { amount: '10.00', currencyCode: 'USD' }, createdAt: cycleDate.toISOString(), completedAt: cycleDate.toISOString(),
+  });
+
+  it('never attempts a cycle already paid: in the very millisecond the schedule billed, bill_now is 409 invalid_state', () => {
+    const paid = state({ billingLastAttempt: paidAt(now, 'succeeded') as ContractState['billingLastAttempt'] });
+    expect(() => decide(paid, { name: 'bill_now', input: { attemptId: 'a2' } }, now)).toThrow(expect.objectContaining({ code: 'invalid_state', message: expect.stringContaining('already paid') }));
+  });
+
+  it('a failed cycle billed again now is its next attempt; a moment later is a new cycle', () => {
+    const failed = state({ billingLastAttempt: paidAt(now, 'failed') as ContractState['billingLastAttempt'] });
+    expect(decide(failed, { name: 'bill_now', input: { attemptId: 'a2' } }, now).contract.billingLastAttempt).toMatchObject({ attempt: 2, cycleDate: now.toISOString() });
+    const later = new Date(now.getTime() + 1);
+    const paid = state({ billingLastAttempt: paidAt(now, 'succeeded') as ContractState['billingLastAttempt'] });
+    expect(decide(paid, { name: 'bill_now', input: { attemptId: 'a3' } }, later).contract.billingLastAttempt).toMatchObject({ attempt: 1, cycleDate: later.toISOString() });
+  });
+});

@@ -1,6 +1,7 @@
 import type { AttemptState, AttemptTrigger } from '../billing.js';
 import { isBillingPending } from '../billing.js';
 import type { ContractState } from '../contract.js';
+import { ServiceError } from '../errors.js';
 import { addInterval, iso, isoString } from '../time.js';
 import type { Decision } from './command.js';
 
@@ -23,10 +24,16 @@ export function isBillingDue(s: ContractState, now: Date): boolean {
   return due !== null && due.getTime() <= now.getTime();
 }
 
-/** A cycle's next attempt number: one more than the contract's latest attempt of the same cycle, else 1. */
+/**
+ * A cycle's next attempt number: one more than the contract's latest attempt of the same cycle, else 1. A cycle whose
+ * latest attempt succeeded is paid, and no attempt of it is ever made again (a bill_now in the very millisecond the
+ * schedule billed names the same cycle): 409 invalid_state.
+ */
 export function attemptNumber(s: ContractState, cycleDate: Date): number {
   const last = s.billingLastAttempt;
-  return last && Date.parse(last.cycleDate) === cycleDate.getTime() ? last.attempt + 1 : 1;
+  if (!last || Date.parse(last.cycleDate) !== cycleDate.getTime()) return 1;
+  if (last.status === 'succeeded') throw new ServiceError('invalid_state', `The cycle due at ${isoString(cycleDate)} is already paid.`);
+  return last.attempt + 1;
 }
 
 /** A pending attempt of `cycleDate` for the contract's total as it is now. */
