@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { invalidInput, ServiceError } from './domain/errors.js';
+import { replyJson } from './domain/json.js';
 import { appendHook } from './http/hooks.js';
 import { mentionsKey } from './domain/keys.js';
 import { adminApiRoutes } from './http/admin/routes.js';
@@ -96,8 +97,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   refuseConnect(app.server);
 
   app.setValidatorCompiler(validatorCompiler);
-  // Responses are built by our own mappers from typed rows; the schemas are there to document them.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Responses are built by our own mappers from typed rows; the schemas are there to document them. A contract the
+  // change path has already written as JSON goes out as that text (domain/json.ts JsonText), not written twice.
+  app.setSerializerCompiler(() => replyJson);
   app.removeContentTypeParser('text/plain');
   installJsonBodyParser(app);
   // The key gate is installed below, before any route; the error handler defers to it first.

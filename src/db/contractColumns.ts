@@ -1,4 +1,5 @@
 import type { ContractState } from '../domain/contract.js';
+import type { WithJsonText } from '../domain/resources.js';
 
 /**
  * The columns of a contract's state, once: the reads select them under the domain's names, and the change path's
@@ -35,8 +36,20 @@ export const STATE_COLUMNS: readonly StateColumn[] = [
   { column: 'billing_last_attempt', key: 'billingLastAttempt', type: 'jsonb', json: true },
 ];
 
-/** The select list of a contract row (alias `c`): every column under the name the row type gives it. */
-export const CONTRACT_COLUMNS = `
-  c.id::text AS id, c.shop_id::text AS "shopId", ${STATE_COLUMNS.map((c) => `c.${c.column} AS "${c.key}"`).join(', ')},
+/**
+ * The select list of a contract row (alias `c`): every column under the name the row type gives it. `jsonAsText`:
+ * the json columns as PostgreSQL writes them, unparsed (a ContractText), for a read that only passes them on.
+ */
+function contractColumns(jsonAsText: boolean): string {
+  const state = STATE_COLUMNS.map((c) => `c.${c.column}${jsonAsText && c.json ? '::text' : ''} AS "${c.key}"`).join(', ');
+  return `
+  c.id::text AS id, c.shop_id::text AS "shopId", ${state},
   c.created_at AS "createdAt", c.updated_at AS "updatedAt", c.version,
   c.platform_revision::text AS "platformRevision", c.platform_updated_at AS "platformUpdatedAt"`;
+}
+
+export const CONTRACT_COLUMNS = contractColumns(false);
+export const CONTRACT_TEXT_COLUMNS = contractColumns(true);
+
+/** A contract row whose json columns are still the database's JSON text (null stays null). */
+export type ContractText<Row> = WithJsonText<Row>;

@@ -1,6 +1,6 @@
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database } from './client.js';
-import { CONTRACT_COLUMNS } from './contractColumns.js';
+import { CONTRACT_COLUMNS, CONTRACT_TEXT_COLUMNS, type ContractText } from './contractColumns.js';
 import type { ContractRow } from './schema.js';
 
 /**
@@ -14,21 +14,21 @@ export { CONTRACT_COLUMNS };
 /** The state that decides whether a key may be used now: read by the request, never cached. */
 export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean };
 /** A key's state and the contract it asked for (null: none of the key's shop has that id). */
-export type ContractWithKeyState = KeyState & { contract: ContractRow | null };
+export type ContractWithKeyState<Row = ContractRow> = KeyState & { contract: Row | null };
 
 // The key's state and the contract in one statement: a request whose key the process has cached confirms it and
 // reads in one round trip. The contract is joined by its primary key alone (a plan that cannot go wrong, with or
 // without statistics) and counts only if it belongs to the key's own shop (checked below), so a key can never read
 // another shop's contract.
-const CONTRACTS_WITH_KEY_STATES = `
-  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.shop_id::text AS "keyShopId", ${CONTRACT_COLUMNS}
+const contractsWithKeyStates = (columns: string) => `
+  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.shop_id::text AS "keyShopId", ${columns}
     FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS q(key_id, contract_id, ord)
     JOIN api_keys k ON k.id = q.key_id
     JOIN shops s ON s.id = k.shop_id
     LEFT JOIN subscription_contracts c ON c.id = q.contract_id`;
 
-const CONTRACTS_OF_SHOPS = `
-  SELECT q.ord::int AS ord, ${CONTRACT_COLUMNS}
+const contractsOfShops = (columns: string) => `
+  SELECT q.ord::int AS ord, ${columns}
     FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS q(shop_id, contract_id, ord)
     JOIN subscription_contracts c ON c.id = q.contract_id AND c.shop_id = q.shop_id`;
 
@@ -47,35 +47,45 @@ export function byOrd<T>(rows: (T & { ord: number })[], n: number): (T | undefin
  * besides the contract's, which nothing that reads a contract row looks at; a copy without them cost a few per cent
  * of a GET).
  */
-function withKeyState(row: Record<string, unknown>): ContractWithKeyState {
+function withKeyState<Row>(row: Record<string, unknown>): ContractWithKeyState<Row> {
   const mine = row.id !== null && row.shopId === row.keyShopId;
-  return { revokedAt: row.revokedAt as Date | null, plan: row.plan as string, uninstalled: row.uninstalled as boolean, contract: mine ? (row as unknown as ContractRow) : null };
+  return { revokedAt: row.revokedAt as Date | null, plan: row.plan as string, uninstalled: row.uninstalled as boolean, contract: mine ? (row as unknown as Row) : null };
 }
 
-function create(db: Database) {
+/** The two reads of one kind of row: of a shop, and with a key's state. */
+export type ContractReads<Row> = {
+  /** A contract of a shop, by id. */
+  ofShop: Batcher<{ shopId: string; contractId: string }, Row | undefined>;
+  /** A contract of a key's shop, with the key's state (undefined: no such key). */
+  withKeyState: Batcher<{ keyId: string; contractId: string }, ContractWithKeyState<Row> | undefined>;
+};
+
+function reads<Row>(db: Database, name: string, columns: string): ContractReads<Row> {
   const opts = { failsEveryInput: isDatabaseUnavailable };
+  const ofShops = contractsOfShops(columns);
+  const withKeyStates = contractsWithKeyStates(columns);
   return {
-    /** A contract of a shop, by id. */
-    ofShop: new Batcher<{ shopId: string; contractId: string }, ContractRow | undefined>(async (inputs) => {
-      const rows = await db.prepared<ContractRow & { ord: number }>('svc_contracts_of_shops', CONTRACTS_OF_SHOPS, [
-        inputs.map((i) => i.shopId),
-        inputs.map((i) => i.contractId),
-      ]);
+    ofShop: new Batcher(async (inputs) => {
+      const rows = await db.prepared<Row & { ord: number }>(`svc_${name}_of_shops`, ofShops, [inputs.map((i) => i.shopId), inputs.map((i) => i.contractId)]);
       return byOrd(rows, inputs.length);
     }, opts),
-
-    /** A contract of a key's shop, with the key's state (undefined: no such key). */
-    withKeyState: new Batcher<{ keyId: string; contractId: string }, ContractWithKeyState | undefined>(async (inputs) => {
-      const rows = await db.prepared<Record<string, unknown> & { ord: number }>('svc_contracts_with_key_states', CONTRACTS_WITH_KEY_STATES, [
+    withKeyState: new Batcher(async (inputs) => {
+      const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_key_states`, withKeyStates, [
         inputs.map((i) => i.keyId),
         inputs.map((i) => i.contractId),
       ]);
-      const out = new Array<ContractWithKeyState | undefined>(inputs.length);
-      for (const r of rows) out[r.ord - 1] = withKeyState(r);
+      const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);
+      for (const r of rows) out[r.ord - 1] = withKeyState<Row>(r);
       return out;
     }, opts),
   };
 }
 
 /** The batched contract reads of one database (one set of batches per connection pool). */
-export const contractRows = perDatabase(create);
+export const contractRows = perDatabase((db: Database) => reads<ContractRow>(db, 'contracts', CONTRACT_COLUMNS));
+
+/**
+ * The same reads with the json columns as the database's text (ContractText): for a GET, which passes them on to
+ * the client as they are, without parsing them into objects only to write them out again.
+ */
+export const contractTexts = perDatabase((db: Database) => reads<ContractText<ContractRow>>(db, 'contract_texts', CONTRACT_TEXT_COLUMNS));

@@ -93,3 +93,53 @@ function duplicate(key: string): JsonRefused {
   const named = /^[A-Za-z0-9_.-]{1,40}$/.test(key) && !/svc_live/i.test(key) ? `the key "${key}"` : 'a key';
   return new JsonRefused(`has ${named} twice in one object`);
 }
+
+/**
+ * JSON text already written (a contract rendered once for its events, say), to go into a response as it is: the
+ * app's serializer (replyJson) puts it in place of a value instead of writing that value again.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * JSON.stringify of a response body, with any top-level value that is a JsonText written as its text. Only the top
+ * level is looked at (a body is `{ contract: … }` and the like): deeper values are written by JSON.stringify.
+ */
+export function replyJson(data: unknown): string {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return JSON.stringify(data);
+  let raw = false;
+  for (const key in data) if ((data as Record<string, unknown>)[key] instanceof JsonText) raw = true;
+  if (!raw) return JSON.stringify(data);
+  let out = '';
+  for (const key in data) {
+    const value = (data as Record<string, unknown>)[key];
+    const text = value instanceof JsonText ? value.text : JSON.stringify(value);
+    // As JSON.stringify does: a property whose value has no JSON form (undefined, a function) is left out.
+    if (text === undefined) continue;
+    out += (out ? ',' : '{') + JSON.stringify(key) + ':' + text;
+  }
+  return out ? out + '}' : '{}';
+}
+
+/**
+ * JSON text without the whitespace between its tokens, as JSON.stringify writes it: PostgreSQL writes jsonb as text
+ * with a space after each `:` and `,`. Whitespace inside strings is kept.
+ */
+export function compactJson(text: string): string {
+  let out = '';
+  let start = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+      out += text.slice(start, i);
+      start = i + 1;
+    }
+  }
+  return start === 0 ? text : out + text.slice(start);
+}

@@ -7,6 +7,7 @@ import { DecimalAmount, Money } from './money.js';
 export { Money };
 import { fingerprintOf } from './keys.js';
 import { iso, isoString } from './time.js';
+import { compactJson } from './json.js';
 
 /** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
 const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
@@ -187,6 +188,44 @@ export function toContract(row: ContractMeta & ContractState, state: ContractSta
     createdAt: isoString(row.createdAt),
     updatedAt: isoString(row.updatedAt),
   };
+}
+
+/** The parts of a contract's state that are JSON (jsonb columns). */
+export type JsonStateKey = 'lines' | 'shippingAddress' | 'deliveryPrice' | 'discounts' | 'totals' | 'billingLastAttempt';
+const JSON_STATE_KEYS: readonly JsonStateKey[] = ['lines', 'shippingAddress', 'deliveryPrice', 'discounts', 'totals', 'billingLastAttempt'];
+/** A contract (a row, say) whose JSON parts are still JSON text, as the database wrote them (null: SQL NULL). */
+export type WithJsonText<T> = Omit<T, JsonStateKey> & { [K in JsonStateKey]: string | null };
+
+/** The JSON parts parsed: the contract as a read that parses them would have given it. */
+export function parseJsonParts<T extends ContractState>(row: WithJsonText<T>): T {
+  const out = { ...row } as Record<string, unknown>;
+  for (const k of JSON_STATE_KEYS) out[k] = row[k] === null ? null : JSON.parse(row[k]);
+  return out as T;
+}
+
+const str = JSON.stringify;
+const isoOrNull = (d: Date | null) => (d === null ? 'null' : `"${isoString(d)}"`);
+
+/**
+ * JSON.stringify(toContract(row)), written from a row whose JSON parts are still text: those go in as they are,
+ * without the spaces PostgreSQL puts after `:` and `,` (compactJson). Byte for byte the same text as toContract's
+ * (test/unit/contractJson.test.ts holds the two together); it spares a GET parsing the lines, address, discounts
+ * and totals into objects only to write them back out.
+ */
+export function contractJsonOf(row: WithJsonText<ContractMeta & ContractState>): string {
+  const lastAttempt = row.billingLastAttempt === null ? 'null' : str(toBillingAttempt(row.id, JSON.parse(row.billingLastAttempt) as AttemptState));
+  return (
+    `{"id":${str(row.id)},"status":${str(row.status)},"customer":{"id":${str(row.customerId)},"email":${str(row.customerEmail)}}` +
+    `,"billingPolicy":{"interval":${str(row.billingInterval)},"intervalCount":${row.billingIntervalCount}}` +
+    `,"deliveryPolicy":{"interval":${str(row.deliveryInterval)},"intervalCount":${row.deliveryIntervalCount}}` +
+    `,"nextBillingDate":"${isoString(row.nextBillingDate)}","lines":${compactJson(row.lines ?? 'null')}` +
+    `,"shippingAddress":${row.shippingAddress === null ? 'null' : compactJson(row.shippingAddress)}` +
+    `,"discounts":${compactJson(row.discounts ?? 'null')},"totals":${compactJson(row.totals ?? 'null')}` +
+    `,"pausedAt":${isoOrNull(row.pausedAt)},"resumeAt":${isoOrNull(row.resumeAt)},"cancelledAt":${isoOrNull(row.cancelledAt)}` +
+    `,"cancellationReason":${row.cancellationReason === null ? 'null' : str(row.cancellationReason)}` +
+    `,"billing":{"status":${str(row.billingStatus)},"failedAttempts":${row.billingFailedAttempts},"nextAttemptAt":${isoOrNull(row.billingNextAttemptAt)},"lastAttempt":${lastAttempt}}` +
+    `,"createdAt":"${isoString(row.createdAt)}","updatedAt":"${isoString(row.updatedAt)}"}`
+  );
 }
 
 /** An attempt as clients see it: as the contract keeps it, with the contract's id. */

@@ -5,7 +5,7 @@ import { parseContractAction } from '../domain/actions.js';
 import { assertContractId } from '../domain/contractId.js';
 import { toContract, type Contract } from '../domain/resources.js';
 import { assertMayChange, type Caller } from './caller.js';
-import { changeContract } from './changeContract.js';
+import { changeContract, type CommittedChange } from './changeContract.js';
 import type { ServiceCall } from './context.js';
 import { readContract } from './readContract.js';
 import { submitBillingAttempt } from './submitBillingAttempt.js';
@@ -17,10 +17,17 @@ import { submitBillingAttempt } from './submitBillingAttempt.js';
  * Returns the contract after the action: with `record`, exactly what was recorded. bill_now's attempt (pending) is in
  * the contract's `billing.lastAttempt`, handed to the gateway once committed.
  */
-export async function actOnContract({
-  ctx,
-  input,
-}: ServiceCall<{ caller: Caller; contractId: string; body: unknown; record?: IdempotencyRecord }>): Promise<Contract> {
+export async function actOnContract(call: ServiceCall<ActionInput>): Promise<Contract> {
+  return (await actOnContractRendered(call)).contract;
+}
+
+type ActionInput = { caller: Caller; contractId: string; body: unknown; record?: IdempotencyRecord };
+
+/**
+ * actOnContract, with the contract also as the JSON its event holds when the action changed it (`json`): the API
+ * answers with that text instead of writing the same contract to JSON a second time.
+ */
+export async function actOnContractRendered({ ctx, input }: ServiceCall<ActionInput>): Promise<{ contract: Contract; json?: string }> {
   const { caller, contractId } = input;
   assertContractId(contractId);
   assertMayChange(caller);
@@ -46,5 +53,9 @@ export async function actOnContract({
     );
   }
   // The contract its events and its record have (rendered once, by the change path).
-  return committed!.contract ?? toContract(committed!.row);
+  return rendered(committed!);
+}
+
+function rendered(committed: CommittedChange): { contract: Contract; json?: string } {
+  return committed.contract ? { contract: committed.contract, json: committed.json } : { contract: toContract(committed.row) };
 }

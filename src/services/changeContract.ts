@@ -44,7 +44,8 @@ export type ContractChange = {
  * after the change's last event, exactly as the events' consumers and the idempotency record got it (none when the
  * change had no event).
  */
-export type CommittedChange = { row: ContractRow; changed: boolean; contract?: Contract };
+/** `contract` and `json`: the contract after the last event, and the JSON its event and record hold (changed only). */
+export type CommittedChange = { row: ContractRow; changed: boolean; contract?: Contract; json?: string };
 
 /** How long a lease holds a contract: longer than any change takes on the platform, so it lapses only when its holder died. */
 export const CALL_LEASE_MS = 60_000;
@@ -198,7 +199,8 @@ function writeOf(row: ContractRow, p: Plan, now: Date, record?: IdempotencyRecor
   const rendered: string[] = [];
   let last: Contract | undefined;
   for (const e of p.events) rendered.push(JSON.stringify((last = toContract(after, e.after))));
-  return { write: { before: row, after: p.contract, events: p.events, rendered, now, mirror: mark, record }, committed: { row: after, changed, contract: last } };
+  const committed = { row: after, changed, contract: last, json: changed ? rendered[rendered.length - 1] : undefined };
+  return { write: { before: row, after: p.contract, events: p.events, rendered, now, mirror: mark, record }, committed };
 }
 
 /**

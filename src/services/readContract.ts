@@ -1,4 +1,5 @@
-import { contractRows } from '../db/contractRows.js';
+import { contractRows, contractTexts, type ContractReads } from '../db/contractRows.js';
+import type { ContractText } from '../db/contractColumns.js';
 import type { ContractRow } from '../db/schema.js';
 import { isResumeDue } from '../domain/contract.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
@@ -10,10 +11,18 @@ import type { ServiceContext } from './context.js';
  * A contract of the caller's shop, as stored (not_found otherwise). The only read that may settle a caller whose
  * confirmation is pending (see caller.ts): it reads the key's state in the same statement.
  */
-export async function readContract(ctx: ServiceContext, caller: Caller, contractId: string): Promise<ContractRow> {
-  const rows = contractRows(ctx.db);
+export function readContract(ctx: ServiceContext, caller: Caller, contractId: string): Promise<ContractRow> {
+  return readVia(contractRows(ctx.db), ctx, caller, contractId);
+}
+
+/** readContract, with the json columns as the database's text (a GET passes them on as they are). */
+export function readContractText(ctx: ServiceContext, caller: Caller, contractId: string): Promise<ContractText<ContractRow>> {
+  return readVia(contractTexts(ctx.db), ctx, caller, contractId);
+}
+
+async function readVia<Row>(rows: ContractReads<Row>, ctx: ServiceContext, caller: Caller, contractId: string): Promise<Row> {
   const confirmation = takeConfirmation(caller);
-  let row: ContractRow | null | undefined;
+  let row: Row | null | undefined;
   if (confirmation) {
     const joined = await rows.withKeyState.load({ keyId: confirmation.keyId, contractId });
     await confirmation.settle(joined);

@@ -1,15 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
-import { actOnContract } from '../../../services/actOnContract.js';
+import { actOnContractRendered } from '../../../services/actOnContract.js';
 import { editContract } from '../../../services/editContract.js';
 import type { Caller } from '../../../services/caller.js';
 import type { ServiceContext } from '../../../services/context.js';
-import { getContract } from '../../../services/getContract.js';
+import { getContractJson } from '../../../services/getContract.js';
 import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
 import type { Contract } from '../../../domain/resources.js';
+import { JsonText } from '../../../domain/json.js';
+
+/** A contract already written as JSON, answered as that text (app.ts: the serializer writes a JsonText as is). */
+const asWritten = (json: string): Contract => new JsonText(json) as unknown as Contract;
 import {
   actionErrors,
   authErrors,
@@ -67,7 +71,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       response: { 200: ContractResponse.describe('The contract.'), ...readErrors },
     },
     config: { apiKey: { confirmedByRead: true } },
-    handler: async (req) => ({ contract: await getContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } }) }),
+    handler: async (req) => ({ contract: asWritten(await getContractJson({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } })) }),
   });
 
   r.get('/subscription-contracts/:contract_id/events', {
@@ -105,9 +109,10 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderAction } },
     // With an Idempotency-Key, the result is recorded in the same commit as the action.
     handler: async (req) => {
-      const contract = await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      const done = await actOnContractRendered({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
       req.resultRecorded = !!req.idempotency;
-      return renderAction(contract, req);
+      // The contract as its event already holds it in JSON, sent as that text (bill_now's answer is built whole).
+      return done.json !== undefined && (req.body as { action?: unknown }).action !== 'bill_now' ? { contract: asWritten(done.json) } : renderAction(done.contract, req);
     },
   });
 
