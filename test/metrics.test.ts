@@ -167,7 +167,7 @@ describe('GET /metrics', () => {
     const gets = await Promise.all(contracts.map((c) => t.inject({ url: `${API}/${c.id}`, headers: bearer(s.key) })));
     expect(gets.map((g) => g.statusCode)).toEqual(contracts.map(() => 200));
     const { samples } = await scrape();
-    const delta = (name: string) => value(samples, name, { statement: 'contractsWithKeyStates' }) - value(before, name, { statement: 'contractsWithKeyStates' });
+    const delta = (name: string) => value(samples, name, { statement: 'contractTextsWithKeyStates' }) - value(before, name, { statement: 'contractTextsWithKeyStates' });
     expect(delta('svc_db_batched_statements_total')).toBe(1);
     expect(delta('svc_db_batched_inputs_total')).toBe(2);
   });

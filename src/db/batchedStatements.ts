@@ -1,18 +1,22 @@
 import type { Batcher } from './batcher.js';
 import type { Database } from './client.js';
 import { contractWrites } from './contractWrites.js';
-import { contractRows } from './contractRows.js';
+import { contractRows, contractTexts } from './contractRows.js';
 import { keyRows } from './keyRows.js';
 
 /** Every statement batched over concurrent callers, by name: what /metrics reports (inputs / batches = batch size). */
 export function batchedStatements(db: Database): Record<string, Batcher<never, unknown>> {
   const contracts = contractRows(db);
+  const texts = contractTexts(db);
   const keys = keyRows(db);
   return {
     keysByDigest: keys.byDigest,
     keyStates: keys.states,
     contractsOfShops: contracts.ofShop,
     contractsWithKeyStates: contracts.withKeyState,
+    // A GET's reads (the json columns as text).
+    contractTextsOfShops: texts.ofShop,
+    contractTextsWithKeyStates: texts.withKeyState,
     contractChanges: contractWrites(db),
   } as unknown as Record<string, Batcher<never, unknown>>;
 }
