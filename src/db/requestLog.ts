@@ -1,5 +1,4 @@
 import type { Database, RunSql } from './client.js';
-import type { RequestLogEntry } from '../domain/requestLog.js';
 
 /**
  * The request log's statements (migration 0012). A batch goes in as ONE statement with ONE parameter: the entries as
@@ -17,12 +16,12 @@ const INSERT = `
 const INSERT_TIMEOUT_MS = 10_000;
 
 /**
- * Writes a batch of entries, outside any request: on a session of its own (not a request's connection), as a
- * prepared statement, with its own timeout.
+ * Writes a batch of entries (each a RequestLogEntry as JSON text), outside any request: on a session of its own (not
+ * a request's connection), as a prepared statement, with its own timeout.
  */
-export function insertRequestLogBatch(db: Database, entries: RequestLogEntry[]): Promise<void> {
+export function insertRequestLogBatch(db: Database, entries: string[]): Promise<void> {
   return db.withSession(async (run) => {
-    await run(INSERT, [JSON.stringify(entries)], { name: 'request_log_insert', timeoutMs: INSERT_TIMEOUT_MS });
+    await run(INSERT, [`[${entries.join(',')}]`], { name: 'request_log_insert', timeoutMs: INSERT_TIMEOUT_MS });
   });
 }
 
