@@ -21,6 +21,12 @@ const haveChromium = existsSync(CHROMIUM);
 
 /** describe() when Chromium is there; otherwise describe.skip, announced once per test run (not once per file). */
 export function describeInBrowser(name: string, fn: () => void): void {
+  // BROWSER_TESTS=off: skipped on purpose (CI's runs on the other Node lines: the pages do not depend on the server's
+  // Node version, and the admin's routes are tested there without a browser).
+  if (process.env.BROWSER_TESTS === 'off') {
+    describe.skip(name, fn);
+    return;
+  }
   // A browser test does many steps, each awaited for real: more room than the suite's 30 s default.
   if (haveChromium) {
     describe(name, { timeout: 90_000 }, fn);
