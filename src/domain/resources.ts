@@ -209,7 +209,7 @@ const isoOrNull = (d: Date | null) => (d === null ? 'null' : `"${isoString(d)}"`
 /**
  * JSON.stringify(toContract(row)), written from a row whose JSON parts are still text: those go in as they are,
  * without the spaces PostgreSQL puts after `:` and `,` (compactJson). Byte for byte the same text as toContract's
- * (test/unit/contractJson.test.ts holds the two together); it spares a GET parsing the lines, address, discounts
+ * (test/contractJson.test.ts holds the two together); it spares a GET parsing the lines, address, discounts
  * and totals into objects only to write them back out.
  */
 export function contractJsonOf(row: WithJsonText<ContractMeta & ContractState>): string {

@@ -11,9 +11,6 @@ import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
 import type { Contract } from '../../../domain/resources.js';
 import { JsonText } from '../../../domain/json.js';
-
-/** A contract already written as JSON, answered as that text (app.ts: the serializer writes a JsonText as is). */
-const asWritten = (json: string): Contract => new JsonText(json) as unknown as Contract;
 import {
   actionErrors,
   authErrors,
@@ -32,6 +29,9 @@ import {
 } from './schemas.js';
 
 const security = [{ bearerAuth: [] }];
+
+/** A contract already written as JSON, answered as that text (app.ts: the serializer writes a JsonText as is). */
+const asWritten = (json: string): Contract => new JsonText(json) as unknown as Contract;
 
 /** The public API v1: thin adapters from HTTP to the contract services. */
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
@@ -111,8 +111,10 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     handler: async (req) => {
       const done = await actOnContractRendered({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
       req.resultRecorded = !!req.idempotency;
-      // The contract as its event already holds it in JSON, sent as that text (bill_now's answer is built whole).
-      return done.json !== undefined && (req.body as { action?: unknown }).action !== 'bill_now' ? { contract: asWritten(done.json) } : renderAction(done.contract, req);
+      const answer = renderAction(done.contract, req);
+      // The contract as its event already holds it in JSON, sent as that text (bill_now's answer, with its attempt,
+      // is written whole).
+      return done.json !== undefined && answer.billingAttempt === undefined ? { contract: asWritten(done.json) } : answer;
     },
   });
 
