@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, eventRows, expectError, insertContract, sql } from './support/fixtures.js';
+import { onPostgres } from './support/db.js';
 import { BillingWorker } from '../src/workers/billing.js';
 import { recordBillingOutcome } from '../src/services/recordBillingOutcome.js';
 import { createServiceContext } from '../src/services/context.js';
@@ -216,6 +217,43 @@ describe('outcomes late, twice, unknown; a gateway down; two workers', () => {
     expect(x.attempted + y.attempted).toBe(12);
     await t.billing.scheduler.runAll();
     for (const id of ids) expect((await attempts(id)).map((a) => a.status), id).toEqual(['succeeded']);
+  });
+
+  it.runIf(onPostgres())('a due contract whose row another writer holds is left to the next round; the others are billed meanwhile', async () => {
+    const held = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 2_000) });
+    const free = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    // Another writer (an action under the lock, say) holds the row while the worker's round runs.
+    const holder = t.ctx.db.transaction(async (run) => {
+      await run('SELECT id FROM subscription_contracts WHERE id = $1 FOR UPDATE', [held.id]);
+      locked();
+      await new Promise<void>((r) => (release = r));
+    });
+    await isLocked;
+    expect((await worker.tick()).attempted).toBe(1);
+    expect(await attempts(held.id)).toEqual([]);
+    expect(await attempts(free.id)).toHaveLength(1);
+    release();
+    await holder;
+    expect((await worker.tick()).attempted).toBe(1);
+    await t.billing.scheduler.runAll();
+    for (const c of [held, free]) expect((await attempts(c.id)).map((a) => a.status)).toEqual(['succeeded']);
+  });
+
+  it('a batch of due contracts is billed at once; a contract whose write the database refuses is logged, and the others are billed', async () => {
+    const ids = [];
+    for (let i = 0; i < 7; i++) ids.push((await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000 - i) })).id);
+    // A damaged row: totals without an amount, so its attempt (amount NOT NULL) cannot be inserted and the batch's
+    // one statement fails; the worker then bills the batch contract by contract.
+    await sql(t, `UPDATE subscription_contracts SET totals = '{}' WHERE id = $1`, [ids[3]]);
+    const errors: string[] = [];
+    const w = new BillingWorker(t.ctx, { intervalMs: 1000, maxLateMs: 3 * DAY, concurrency: 4, shopId, log: { info() {}, error: (o: { contractId?: string }) => errors.push(o.contractId ?? '') } as never });
+    expect((await w.tick()).attempted).toBe(6);
+    expect(errors).toContain(ids[3]);
+    await t.billing.scheduler.runAll();
+    for (const id of ids) expect((await attempts(id)).length, id).toBe(id === ids[3] ? 0 : 1);
   });
 
   it('an action committed before the attempt is created wins: the worker\'s stale read bills nothing', async () => {

@@ -1,6 +1,6 @@
 import type { Batcher } from './batcher.js';
 import type { Database } from './client.js';
-import { contractWrites } from './contractWrites.js';
+import { backgroundContractWrites, contractWrites } from './contractWrites.js';
 import { contractRows, contractTexts } from './contractRows.js';
 import { keyRows } from './keyRows.js';
 
@@ -18,5 +18,7 @@ export function batchedStatements(db: Database): Record<string, Batcher<never, u
     contractTextsOfShops: texts.ofShop,
     contractTextsWithKeyStates: texts.withKeyState,
     contractChanges: contractWrites(db),
+    // Changes no client waits on (billing's outcomes).
+    backgroundContractChanges: backgroundContractWrites(db),
   } as unknown as Record<string, Batcher<never, unknown>>;
 }

@@ -1,6 +1,6 @@
 import type { AttemptState, BillingPolicy } from '../domain/billing.js';
 import { Batcher, perDatabase } from './batcher.js';
-import { isDatabaseUnavailable, type Database } from './client.js';
+import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
 import { byOrd } from './contractRows.js';
 import { CONTRACT_COLUMNS } from './contractColumns.js';
 import type { ContractRow } from './schema.js';
@@ -68,6 +68,28 @@ const CLAIM_DUE = `
  */
 export async function claimDueContracts(db: Database, a: { now: Date; until: Date; limit: number; shopId?: string }): Promise<ContractRow[]> {
   return db.prepared<ContractRow>('svc_billing_claim_due', CLAIM_DUE, [a.now, a.limit, a.shopId ?? null, a.until]);
+}
+
+const LOCK_DUE = `
+  SELECT ${CONTRACT_COLUMNS}
+    FROM subscription_contracts c
+   WHERE c.billing_due_at <= $1
+     AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
+     AND ($3::bigint IS NULL OR c.shop_id = $3)
+     AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
+   ORDER BY c.billing_due_at
+   LIMIT $2
+     FOR UPDATE OF c SKIP LOCKED`;
+
+/**
+ * Standalone mode's take of due contracts: up to `limit` of them (oldest first) locked for the caller's transaction,
+ * skipping rows another transaction holds or a worker billing contract by contract has claimed (a batch that failed
+ * is billed so: workers/billing.ts). No claim is written: the transaction that locks them also bills them.
+ */
+export async function lockDueContracts(run: RunSql, a: { now: Date; limit: number; shopId?: string }): Promise<ContractRow[]> {
+  const rows = await run<ContractRow>(LOCK_DUE, [a.now, a.limit, a.shopId ?? null], { name: 'svc_billing_lock_due' });
+  for (const r of rows) r.version = Number(r.version);
+  return rows;
 }
 
 /** An attempt to hand over (again) to the gateway. */

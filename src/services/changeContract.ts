@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { contractLeases, leaseHolder, releaseLease } from '../db/contractLeases.js';
-import { contractWrites, lockContract, writeContractsIn, type ContractWrite, type IdempotencyRecord, type MirrorMark } from '../db/contractWrites.js';
+import { backgroundContractWrites, contractWrites, lockContract, writeContractsIn, type ContractWrite, type IdempotencyRecord, type MirrorMark } from '../db/contractWrites.js';
 import type { RunSql } from '../db/client.js';
 import type { ContractRow } from '../db/schema.js';
 import type { ContractState } from '../domain/contract.js';
@@ -37,6 +37,8 @@ export type ContractChange = {
   skipLocked?: boolean;
   /** Decide and carry out as a preview (the platform changes nothing), and write nothing. */
   preview?: boolean;
+  /** No client waits on this change (a billing outcome): written in the background group commit. */
+  background?: boolean;
 };
 
 /**
@@ -86,7 +88,7 @@ async function localChange(ctx: ServiceContext, change: ContractChange): Promise
     const p = plan(change.read, change.request, now);
     if (!p) return { row: change.read, changed: false };
     const w = writeOf(change.read, p, now, change.record);
-    if (await contractWrites(ctx.db).load(w.write)) return w.committed;
+    if (await writesOf(ctx, change).load(w.write)) return w.committed;
   }
   return ctx.db.transaction(async (run: RunSql) => {
     const row = await lockContract(run, change.shopId, change.contractId, { skipLocked: change.skipLocked });
@@ -101,6 +103,54 @@ async function localChange(ctx: ServiceContext, change: ContractChange): Promise
     return w.committed;
   });
 }
+
+/** One contract's part of a batch changed under the lock: what was committed, or why planning it failed. */
+export type BatchChange = { row: ContractRow; committed: CommittedChange | null; error?: unknown };
+
+/**
+ * Standalone, many contracts at once (the billing worker's due contracts): in one transaction, `lock` takes their
+ * rows (FOR UPDATE SKIP LOCKED, so rows another writer holds are left for a later round), each is planned from its
+ * row, and the one statement writes them all: one commit for the batch, nothing written to claim them (while the
+ * transaction runs other workers skip them; once it commits they are no longer due). Planning is pure, so the locks
+ * are held for the batch's planning and its statement only. A request whose planning throws is left out, with its
+ * error; `committed` is null then. Answers in `lock`'s order.
+ */
+export async function changeLockedBatch(
+  ctx: ServiceContext,
+  lock: (run: RunSql) => Promise<ContractRow[]>,
+  requestOf: (row: ContractRow) => Request,
+): Promise<BatchChange[]> {
+  if (ctx.platform.callsOut) throw new Error('changeLockedBatch is for standalone mode: platform mode carries each change out first');
+  const now = ctx.clock.now();
+  return ctx.db.transaction(async (run: RunSql) => {
+    const rows = await lock(run);
+    const out: BatchChange[] = [];
+    const writes: { at: number; write: ContractWrite }[] = [];
+    for (const row of rows) {
+      try {
+        const p = plan(row, requestOf(row), now);
+        if (!p) {
+          out.push({ row, committed: { row, changed: false } });
+          continue;
+        }
+        const w = writeOf(row, p, now);
+        writes.push({ at: out.length, write: w.write });
+        out.push({ row, committed: w.committed });
+      } catch (error) {
+        out.push({ row, committed: null, error });
+      }
+    }
+    const written = await writeContractsIn(run, writes.map((w) => w.write));
+    // Under this transaction's locks every write applies; one that did not (it cannot) is reported as not committed.
+    written.forEach((ok, i) => {
+      if (!ok) out[writes[i].at].committed = null;
+    });
+    return out;
+  });
+}
+
+/** The group commit a change joins: the requests' own, or the background one. */
+const writesOf = (ctx: ServiceContext, change: ContractChange) => (change.background ? backgroundContractWrites : contractWrites)(ctx.db);
 
 /** Platform mode: lease, plan, carry out with nothing held, write (see the top). */
 async function leasedChange(ctx: ServiceContext, change: ContractChange): Promise<CommittedChange | null> {
@@ -117,7 +167,7 @@ async function leasedChange(ctx: ServiceContext, change: ContractChange): Promis
       }
       const done = await carryOut(ctx, change.shopId, row, p, now, false);
       const w = writeOf(row, done.plan, now, change.record, done.mark);
-      if (await contractWrites(ctx.db).load(w.write)) return w.committed;
+      if (await writesOf(ctx, change).load(w.write)) return w.committed;
       // Not written: a locked writer had the row for a moment (the write skips a locked row), or the lease lapsed
       // and another change was made. Under the lock, the same write if the contract is as it was planned from.
       const same = await ctx.db.transaction(async (run: RunSql) => {

@@ -37,6 +37,7 @@ export async function recordBillingOutcome(ctx: ServiceContext, report: OutcomeR
     shopId: report.shopId,
     contractId,
     read: found.contract,
+    background: true,
     request: {
       command: { name: 'billing_outcome', input: { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY } },
       actor: BILLING_ACTOR,

@@ -1,11 +1,13 @@
 import { mapInLanes } from '../lanes.js';
 import { randomUUID } from 'node:crypto';
-import { claimDueContracts, unsubmittedAttempts, type UnsubmittedAttempt } from '../db/billingRows.js';
+import { claimDueContracts, lockDueContracts, unsubmittedAttempts, type UnsubmittedAttempt } from '../db/billingRows.js';
+import { isDatabaseUnavailable } from '../db/client.js';
 import { contractRows } from '../db/contractRows.js';
 import type { ContractRow } from '../db/schema.js';
 import type { AttemptState } from '../domain/billing.js';
+import type { Request } from '../domain/commands/plan.js';
 import type { Command } from '../domain/commands/registry.js';
-import { changeContract } from '../services/changeContract.js';
+import { changeContract, changeLockedBatch, type CommittedChange } from '../services/changeContract.js';
 import type { ServiceContext } from '../services/context.js';
 import { BILLING_ACTOR } from '../services/recordBillingOutcome.js';
 import { submitBillingAttempt } from '../services/submitBillingAttempt.js';
@@ -13,6 +15,11 @@ import { Worker, type WorkerLog } from './worker.js';
 
 /** Contracts claimed per statement. */
 const BATCH = 500;
+/**
+ * Contracts locked, planned and billed per transaction in standalone mode: their row locks are held while the batch
+ * is planned and written (an action on one of them waits that long), so fewer than a claim takes.
+ */
+const LOCKED_BATCH = 100;
 /** How long a claim keeps other workers off a contract: far longer than planning and committing a batch takes. */
 const CLAIM_MS = 60_000;
 /** A pending attempt not handed over this long after its creation was left by a crash: it is handed over again. */
@@ -22,6 +29,8 @@ const UNSUBMITTED_AFTER_MS = 30_000;
  * unless the gateway says how long its outcomes take (BillingGateway.outcomeWithinMs).
  */
 const RESUBMIT_AFTER_MS = 10 * 60_000;
+
+type Billed = { kind: 'attempted'; contract: ContractRow; attempt: AttemptState } | { kind: 'missed' } | null;
 
 export type BillingWorkerOptions = {
   intervalMs: number;
@@ -38,14 +47,16 @@ export type BillingWorkerOptions = {
  * Renewals' worker: every `intervalMs` it bills every ACTIVE contract that is due (its next billing date or its
  * scheduled retry has come), through the change path, then hands the attempts to the gateway.
  *
- * Per round, batch after batch: one statement claims up to a batch of due contracts (SKIP LOCKED, so workers on other
- * instances take other contracts); each becomes a `bill` (an attempt, pending) or, for a cycle later than
- * `maxLateMs`, a `billing_missed`, written by the change path's batched statement (a group commit: one statement for
- * many contracts, their events, their attempts); then the new attempts go to the gateway, `concurrency` at a time,
- * while the next batch is claimed.
- * Exactly one attempt per cycle: a contract changed since it was read (an action committed first) is planned again
- * from its row, where it is no longer due, and the attempts' unique key refuses a second one whatever happens. An
- * attempt that a crash left between the commit and the gateway is handed over again, with the same idempotency key.
+ * Per round, batch after batch: each due contract becomes a `bill` (an attempt, pending) or, for a cycle later than
+ * `maxLateMs`, a `billing_missed`. In standalone mode a batch is locked, planned and written in one transaction
+ * (SKIP LOCKED, so workers on other instances take other contracts; lockAndBill); in platform mode, where each change
+ * is carried out on the platform first, a batch is claimed by one statement and each contract goes through the change
+ * path on its own (claimAndBill). Then the new attempts go to the gateway, `concurrency` at a time, while the next
+ * batch is taken.
+ * Exactly one attempt per cycle: a contract is planned from its row as it is when written (under the lock, or with the
+ * version check that makes a change planned from an older read start again), where a contract an action changed first
+ * is no longer due, and the attempts' unique key refuses a second one whatever happens. An attempt that a crash left
+ * between the commit and the gateway is handed over again, with the same idempotency key.
  */
 export class BillingWorker extends Worker {
   /** Totals since start, for /metrics and the logs. */
@@ -60,19 +71,15 @@ export class BillingWorker extends Worker {
 
   /** One round: bills everything due now, then hands over what a crash left. Returns what it did. */
   async tick(): Promise<{ attempted: number; missed: number; submitted: number }> {
-    const batch = this.opts.batchSize ?? BATCH;
+    const batch = Math.min(this.opts.batchSize ?? BATCH, this.ctx.platform.callsOut ? BATCH : LOCKED_BATCH);
     const done = { attempted: 0, missed: 0, submitted: 0 };
     // The attempts of one batch are handed over while the next batch is claimed and committed: the gateway's wait and
     // the database's work overlap, and at most one batch is being handed over at a time.
     let handing: Promise<void> = Promise.resolve();
     try {
       for (;;) {
-        const now = this.ctx.clock.now();
-        const due = await claimDueContracts(this.ctx.db, { now, until: new Date(now.getTime() + CLAIM_MS), limit: batch, shopId: this.opts.shopId });
-        if (!due.length) break;
-        // At most `concurrency` changes in flight, not the whole batch: the requests the instance serves meanwhile share
-        // its database connections, and wait behind tens of changes rather than hundreds.
-        const planned = await mapInLanes(due, this.opts.concurrency, (row) => this.bill(row));
+        const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch);
+        if (!taken) break;
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
         for (const p of planned) {
           if (p?.kind === 'attempted') attempts.push(p);
@@ -83,7 +90,7 @@ export class BillingWorker extends Worker {
         handing = this.submitAll(attempts).then((n) => {
           done.submitted += n;
         });
-        if (due.length < batch) break;
+        if (taken < batch) break;
       }
       await handing;
       done.submitted += await this.resubmit();
@@ -101,25 +108,86 @@ export class BillingWorker extends Worker {
     return done;
   }
 
-  /** One due contract: its attempt (or its missed cycle) through the change path. */
-  private async bill(row: ContractRow): Promise<{ kind: 'attempted'; contract: ContractRow; attempt: AttemptState } | { kind: 'missed' } | null> {
+  /**
+   * Platform mode: a batch of due contracts claimed (one statement), then each billed through the change path, which
+   * leases it while the platform is told. At most `concurrency` changes in flight, not the whole batch: the requests
+   * the instance serves meanwhile share its database connections, and wait behind tens of changes, not hundreds.
+   */
+  private async claimAndBill(limit: number): Promise<{ taken: number; planned: Billed[] }> {
     const now = this.ctx.clock.now();
-    const { maxLateMs } = this.opts;
-    const scheduled = row.billingNextAttemptAt === null;
-    const late = scheduled && now.getTime() - row.nextBillingDate.getTime() > maxLateMs;
-    const attemptId = randomUUID();
-    const command: Command = late ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId, maxLateMs } };
+    const due = await claimDueContracts(this.ctx.db, { now, until: new Date(now.getTime() + CLAIM_MS), limit, shopId: this.opts.shopId });
+    const planned = await mapInLanes(due, this.opts.concurrency, async (row) => {
+      const request = this.requestOf(row, now);
+      try {
+        const committed = await changeContract(this.ctx, { shopId: row.shopId, contractId: row.id, read: row, request });
+        return this.billed(request, committed);
+      } catch (err) {
+        // One contract's trouble (a platform refusal, say) does not stop the others; its claim lapses and it is tried again.
+        this.couldNotBill(row, err);
+        return null;
+      }
+    });
+    return { taken: due.length, planned };
+  }
+
+  /**
+   * Standalone mode: a batch of due contracts locked, planned and billed in one transaction (the change path's
+   * changeLockedBatch): one commit, and no claim to write first. The lock is held only while the batch is planned and
+   * written, so the batch is kept small.
+   */
+  private async lockAndBill(limit: number): Promise<{ taken: number; planned: Billed[] }> {
+    const now = this.ctx.clock.now();
+    const requests = new Map<string, Request>();
+    const changes = await changeLockedBatch(
+      this.ctx,
+      (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId }),
+      (row) => {
+        const request = this.requestOf(row, now);
+        requests.set(row.id, request);
+        return request;
+      },
+    );
+    const planned = changes.map((c) => {
+      if (c.error) this.couldNotBill(c.row, c.error);
+      return this.billed(requests.get(c.row.id)!, c.committed);
+    });
+    return { taken: changes.length, planned };
+  }
+
+  /**
+   * lockAndBill, or, when its statement fails for a reason other than the database being unreachable (one contract's
+   * row the statement refuses, say), the same batch contract by contract (claimAndBill): one contract's trouble never
+   * stops the others.
+   */
+  private async lockAndBillOrEach(limit: number): Promise<{ taken: number; planned: Billed[] }> {
     try {
-      const committed = await changeContract(this.ctx, { shopId: row.shopId, contractId: row.id, read: row, request: { command, actor: BILLING_ACTOR } });
-      if (!committed?.changed) return null;
-      if (late) return { kind: 'missed' };
-      const attempt = committed.row.billingLastAttempt;
-      return attempt?.id === attemptId ? { kind: 'attempted', contract: committed.row, attempt } : null;
+      return await this.lockAndBill(limit);
     } catch (err) {
-      // One contract's trouble (a platform refusal, say) does not stop the others; its claim lapses and it is tried again.
-      this.log?.error({ err: { message: (err as Error).message }, contractId: row.id }, 'could not bill a contract');
-      return null;
+      if (isDatabaseUnavailable(err)) throw err;
+      this.log?.error({ err: { message: (err as Error).message } }, 'could not bill a batch of contracts at once; billing them one by one');
+      return this.claimAndBill(limit);
     }
+  }
+
+  /** What the worker asks of a due contract: its attempt, or, for a scheduled cycle later than `maxLateMs`, a missed cycle. */
+  private requestOf(row: ContractRow, now: Date): Request & object {
+    const { maxLateMs } = this.opts;
+    const late = row.billingNextAttemptAt === null && now.getTime() - row.nextBillingDate.getTime() > maxLateMs;
+    const command: Command = late ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId: randomUUID(), maxLateMs } };
+    return { command, actor: BILLING_ACTOR };
+  }
+
+  /** The attempt a committed change created (or its missed cycle); null when the contract was no longer due. */
+  private billed(request: Request & object, committed: CommittedChange | null): Billed {
+    if (!committed?.changed) return null;
+    if (request.command.name === 'billing_missed') return { kind: 'missed' };
+    const attempt = committed.row.billingLastAttempt;
+    const wanted = request.command.name === 'bill' ? request.command.input.attemptId : undefined;
+    return attempt && attempt.id === wanted ? { kind: 'attempted', contract: committed.row, attempt } : null;
+  }
+
+  private couldNotBill(row: ContractRow, err: unknown): void {
+    this.log?.error({ err: { message: (err as Error).message }, contractId: row.id }, 'could not bill a contract');
   }
 
   /** Hands attempts to the gateway, `concurrency` at a time; answers how many it took. */
