@@ -35,7 +35,7 @@ import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
 import { systemResolve } from '../src/webhooks/addressGuard.js';
-import { batchDelta, batchStats, benchDatabase, buildServer, cpuMs, pauseResumeNext, peakRssMb, root, startChild, steadyRate, type SteadyRequest, type SteadyResult } from './support.js';
+import { batchDelta, batchStats, benchDatabase, eventLoopLag, buildServer, cpuMs, pauseResumeNext, peakRssMb, root, startChild, steadyRate, type SteadyRequest, type SteadyResult } from './support.js';
 
 const CONTRACTS = Number(process.env.BENCH_BILLING_CONTRACTS ?? 100_000);
 const TIMEOUT_S = Number(process.env.BENCH_BILLING_TIMEOUT ?? 600);
@@ -236,6 +236,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   svcCpu0 = cpuMs({ pid: svcPid });
   pgCpu0 = cpuMs({ name: 'postgres' });
   const batches0 = await batchStats(svc.url);
+  await eventLoopLag(svc.url);
   await q(db, `UPDATE subscription_contracts SET next_billing_date = now() WHERE shop_id = $1 AND id BETWEEN $2 AND $3`, [shop.id, range.first, range.last]);
   stormStart = performance.now();
   console.log(`storm: ${CONTRACTS} contracts due now`);
@@ -263,6 +264,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   const svcCpu = cpuMs({ pid: svcPid }) - svcCpu0;
   const pgCpu = cpuMs({ name: 'postgres' }) - pgCpu0;
   const batches = batchDelta(batches0, await batchStats(svc.url), Math.max(1, counts.done));
+  const lag = await eventLoopLag(svc.url);
   const during: SteadyResult = (await apiLoad) ?? { rps: 0, p50: NaN, p99: NaN, errors: 0, non2xx: 0, statuses: {} };
   const rss = peakRssMb(svcPid);
   const checks = await stormChecks(db, shop.id, range);
@@ -286,6 +288,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       `${checks.outboxRows} outbox rows, ${checks.pending} attempts pending, ${checks.stillDue} contracts still due; ${receiver.received()} webhooks received by the end`,
   );
   console.log(`  batched statements per billed contract (mean batch), API requests included: ${batches}`);
+  console.log(`  svc's event-loop delay during the storm: p99 ${lag.p99} ms, max ${lag.max} ms`);
   if (apiLoad) apiRow(`API at ${RATE}/s during the storm`, during, `  (${Object.entries(during.statuses).map(([s, k]) => `${s}: ${k}`).join(', ')})`);
 
   console.log(`load average ${load()} (other work on this machine counts in every figure)`);
@@ -308,6 +311,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       outboxRows: checks.outboxRows,
       cpuPerContract: net,
       cpuPerContractWithApi: gross,
+      eventLoopDelayMs: lag,
     },
     api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: during.rps, p50: during.p50, p99: during.p99, non2xx: during.non2xx, errors: during.errors } },
     database: where,

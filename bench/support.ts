@@ -289,6 +289,16 @@ export async function batchStats(url: string): Promise<BatchStats> {
   return out;
 }
 
+/**
+ * svc's event-loop delay since the previous reading (prom-client's process metrics, which start again after each
+ * scrape): p99 and max, in ms. A reading right before a phase makes the next one that phase's.
+ */
+export async function eventLoopLag(url: string): Promise<{ p99: number; max: number }> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
+  const read = (name: string) => Math.round(Number(text.match(new RegExp(`^${name} ([\\d.e+-]+)`, 'm'))?.[1] ?? NaN) * 10_000) / 10;
+  return { p99: read('nodejs_eventloop_lag_p99_seconds'), max: read('nodejs_eventloop_lag_max_seconds') };
+}
+
 /** What ran between two batchStats readings, per request served: "name statements/request (mean batch)". */
 export function batchDelta(before: BatchStats, after: BatchStats, served: number): string {
   const parts: string[] = [];
