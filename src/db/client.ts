@@ -99,7 +99,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   }
 
   const pool = new pg.Pool({
-    connectionString: connectionOptions(opts.url, opts.searchPath).url,
+    connectionString: opts.url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: 3000,
     // A database that accepts connections but stops answering (a partition, a frozen host) would otherwise hold a
@@ -107,13 +107,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // answer 503. A `query_timeout` parameter in the URL overrides it.
     query_timeout: QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-    // Named statements get one generic plan, kept for the life of the connection. Left to choose, PostgreSQL re-plans
-    // svc's batched statements at every run (over an unnest of a one-element array a custom plan always looks
-    // cheaper than the generic one), and planning cost more than running: ~0.45 ms of a ~0.1 ms contract read and
-    // ~2 ms of a ~0.8 ms contract write (pg_stat_statements, 200 requests/s). Every named statement joins its inputs
-    // by key, so the generic plan is the plan. Statements sent unnamed (the query builder's) are planned each time
-    // with their values, as before.
-    options: connectionOptions(opts.url, opts.searchPath).options,
+    options: opts.searchPath ? `-c search_path=${opts.searchPath}` : undefined,
     // Rows of svc's own statements: timestamps read by position (timestamps.ts). The query builder parses its own.
     types: rowTypes,
   });
@@ -223,25 +217,4 @@ export function isDatabaseUnavailable(err: unknown): boolean {
       return true;
   }
   return false;
-}
-
-/**
- * The server options of svc's connections: named statements planned once (above), the schema when one is given, and
- * then whatever the URL's own `options` parameter says (it wins where they overlap). The URL is given without it: the
- * driver lets a URL's options replace the ones configured, not add to them.
- */
-export function connectionOptions(url: string, searchPath?: string): { url: string; options: string } {
-  let fromUrl: string | null = null;
-  try {
-    const u = new URL(url);
-    fromUrl = u.searchParams.get('options');
-    if (fromUrl !== null) {
-      u.searchParams.delete('options');
-      url = u.toString();
-    }
-  } catch {
-    // Not a URL (a key=value string): passed on as it is.
-  }
-  const options = ['-c plan_cache_mode=force_generic_plan', searchPath ? `-c search_path=${searchPath}` : '', fromUrl ?? ''].filter(Boolean).join(' ');
-  return { url, options };
 }
