@@ -96,17 +96,21 @@ async function insertStorm(db: Database, shopId: string, templateIds: string[], 
   return r;
 }
 
-type StormCounts = { attempts: number; done: number; succeeded: number };
+type StormCounts = { attempts: number; done: number };
 
 async function stormCounts(db: Database, shopId: string, range: { first: string; last: string }): Promise<StormCounts> {
-  const [r] = await q<{ attempts: string; done: string; succeeded: string }>(
+  // Cheap enough to ask every half second during the storm: both counts read a small partial index (the contracts
+  // still due, the attempts still pending), where counting the storm's attempts themselves read up to 100,000 rows
+  // (~130 ms of PostgreSQL's CPU each time, half a core at four times a second, taken from the storm it measured).
+  // Every storm contract is due once: billed, its next date is a month away.
+  const [r] = await q<{ due: string; pending: string }>(
     db,
-    `SELECT count(*)::text AS attempts, count(*) FILTER (WHERE status <> 'pending')::text AS done,
-            count(*) FILTER (WHERE status = 'succeeded')::text AS succeeded
-       FROM billing_attempts WHERE shop_id = $1 AND contract_id BETWEEN $2 AND $3`,
+    `SELECT (SELECT count(*) FROM subscription_contracts WHERE billing_due_at <= now() AND shop_id = $1 AND id BETWEEN $2 AND $3)::text AS due,
+            (SELECT count(*) FROM billing_attempts WHERE status = 'pending' AND shop_id = $1 AND contract_id BETWEEN $2 AND $3)::text AS pending`,
     [shopId, range.first, range.last],
   );
-  return { attempts: Number(r.attempts), done: Number(r.done), succeeded: Number(r.succeeded) };
+  const attempts = CONTRACTS - Number(r.due);
+  return { attempts, done: attempts - Number(r.pending) };
 }
 
 /** What the storm left in the database: everything committed, once each. */
@@ -240,7 +244,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   await q(db, `UPDATE subscription_contracts SET next_billing_date = now() WHERE shop_id = $1 AND id BETWEEN $2 AND $3`, [shop.id, range.first, range.last]);
   stormStart = performance.now();
   console.log(`storm: ${CONTRACTS} contracts due now`);
-  let counts: StormCounts = { attempts: 0, done: 0, succeeded: 0 };
+  let counts: StormCounts = { attempts: 0, done: 0 };
   let lastPrint = stormStart;
   for (;;) {
     counts = await stormCounts(db, shop.id, range);
@@ -258,7 +262,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       lastPrint = now;
       console.log(`  ${((now - stormStart) / 1000).toFixed(0).padStart(4)} s: ${counts.attempts} attempts created, ${counts.done} with their outcome; svc rss ${peakRssMb(svcPid)} MB peak`);
     }
-    await sleep(250);
+    await sleep(500);
   }
   const stormS = (stormEnd - stormStart) / 1000;
   const svcCpu = cpuMs({ pid: svcPid }) - svcCpu0;
