@@ -99,7 +99,7 @@ async function insertStorm(db: Database, shopId: string, templateIds: string[], 
 type StormCounts = { attempts: number; done: number };
 
 async function stormCounts(db: Database, shopId: string, range: { first: string; last: string }): Promise<StormCounts> {
-  // Cheap enough to ask every half second during the storm: both counts read a small partial index (the contracts
+  // Cheap enough to ask every second during the storm: both counts read a small partial index (the contracts
   // still due, the attempts still pending), where counting the storm's attempts themselves read up to 100,000 rows
   // (~130 ms of PostgreSQL's CPU each time, half a core at four times a second, taken from the storm it measured).
   // Every storm contract is due once: billed, its next date is a month away.
@@ -262,7 +262,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       lastPrint = now;
       console.log(`  ${((now - stormStart) / 1000).toFixed(0).padStart(4)} s: ${counts.attempts} attempts created, ${counts.done} with their outcome; svc rss ${peakRssMb(svcPid)} MB peak`);
     }
-    await sleep(500);
+    await sleep(1000);
   }
   const stormS = (stormEnd - stormStart) / 1000;
   const svcCpu = cpuMs({ pid: svcPid }) - svcCpu0;
