@@ -40,11 +40,6 @@ export type BillingWorkerOptions = {
   batchSize?: number;
   /** Only this shop's contracts (tests). */
   shopId?: string;
-  /**
-   * Waits while this instance is too busy to take the next batch (a serving instance: until its event loop has room
-   * for the requests it serves; workers/index.ts). Unset: batch after batch at once.
-   */
-  pace?: () => Promise<void>;
   log?: WorkerLog;
 };
 
@@ -83,7 +78,6 @@ export class BillingWorker extends Worker {
     let handing: Promise<void> = Promise.resolve();
     try {
       for (;;) {
-        await this.opts.pace?.();
         const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch);
         if (!taken) break;
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];

@@ -4,18 +4,12 @@ import { RequestLogCleanup } from './requestLogCleanup.js';
 import { ResumeSweep } from './resumeSweep.js';
 import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
-import { EventLoopLoad, type RequestLoad } from '../http/load.js';
+import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
 import { PendingAttemptsWorker, PlatformInboxWorker, ReconcileWorker } from './platform.js';
 import { BillingWorker, type BillingWorkerOptions } from './billing.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
-/**
- * A serving instance's billing worker takes its next batch only while the event loop is busy less than this share of
- * the time: a storm then leaves room for the requests served meanwhile (their latency stays that of a quiet loop),
- * and uses the rest.
- */
-const BILLING_MAX_LOOP_UTILIZATION = 0.7;
 
 /**
  * Every piece of background work of one instance, started and stopped together (main.ts). Add a worker here (platform
@@ -43,9 +37,7 @@ export function createWorkers(
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const eventLoop = opts.load ? new EventLoopLoad() : null;
-  const pace = eventLoop ? () => eventLoop.below(BILLING_MAX_LOOP_UTILIZATION) : undefined;
-  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, pace, log: opts.log }) : null;
+  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
   // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.
   const pendingAttempts = opts.shopify && billing ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
   const all = [
