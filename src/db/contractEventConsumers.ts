@@ -44,7 +44,10 @@ const OUTCOME_EVENTS = `ce.type IN ('billing.succeeded', 'billing.failed', 'bill
 /**
  * Renewals: an outcome's event completes the attempt as the contract now has it. The attempts are found by primary
  * key from an array of their ids: joined to the events alone, the planner (which cannot count them) may scan every
- * attempt of the table in each commit.
+ * attempt of the table in each commit. The contract is named too, so that every index the planner may pick leads
+ * with what is given: on a table that grew during a storm, with statistics of when it was small, it took the
+ * contract's index (contract_id, created_at, id) for the id alone, a scan of the whole index in each commit (a
+ * contract's write cost PostgreSQL 0.6 ms at 20,000 attempts and 1.9 ms at 100,000; auto_explain).
  */
 const BILLING_ATTEMPTS_COMPLETED = `billing_attempts_completed AS (
     UPDATE billing_attempts b
@@ -52,7 +55,7 @@ const BILLING_ATTEMPTS_COMPLETED = `billing_attempts_completed AS (
            error_message = a ->> 'errorMessage', next_action_url = a ->> 'nextActionUrl',
            "order" = nullif((a -> 'order')::jsonb, 'null'::jsonb), completed_at = (a ->> 'completedAt')::timestamptz
       FROM committed_events ce ${LAST_ATTEMPT}
-     WHERE ${OUTCOME_EVENTS} AND b.id = (a ->> 'id')::uuid
+     WHERE ${OUTCOME_EVENTS} AND b.id = (a ->> 'id')::uuid AND b.contract_id = ce.contract_id
        AND b.id = ANY ((SELECT coalesce(array_agg((ce.contract -> 'billing' -> 'lastAttempt' ->> 'id')::uuid), '{}') FROM committed_events ce WHERE ${OUTCOME_EVENTS})::uuid[])
   )`;
 
