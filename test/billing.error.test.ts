@@ -242,6 +242,19 @@ describe('outcomes late, twice, unknown; a gateway down; two workers', () => {
     for (const c of [held, free]) expect((await attempts(c.id)).map((a) => a.status)).toEqual(['succeeded']);
   });
 
+  it('a round ends even when a due contract turns out to have nothing to bill, and bills the others', async () => {
+    // Inconsistent on purpose: a retry time with no cycle, on a schedule far too late. The database counts it as due;
+    // planning bills nothing (a cycle too late is not billed, and a retry time means it is not billing_missed's).
+    const stuck = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 30 * DAY) });
+    await sql(t, `UPDATE subscription_contracts SET billing_next_attempt_at = $2 WHERE id = $1`, [stuck.id, new Date(NOW.getTime() - 29 * DAY)]);
+    const other = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });
+    // One contract per batch: without a memory of what a round left due, it would take the same one for ever.
+    const w = new BillingWorker(t.ctx, { intervalMs: 1000, maxLateMs: 3 * DAY, concurrency: 4, shopId, batchSize: 1 });
+    expect((await w.tick()).attempted).toBe(1);
+    expect(await attempts(stuck.id)).toEqual([]);
+    expect(await attempts(other.id)).toHaveLength(1);
+  });
+
   it('a batch of due contracts is billed at once; a contract whose write the database refuses is logged, and the others are billed', async () => {
     const ids = [];
     for (let i = 0; i < 7; i++) ids.push((await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000 - i) })).id);

@@ -76,6 +76,7 @@ const LOCK_DUE = `
    WHERE c.billing_due_at <= $1
      AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
      AND ($3::bigint IS NULL OR c.shop_id = $3)
+     AND c.id <> ALL ($4::bigint[])
      AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
    ORDER BY c.billing_due_at
    LIMIT $2
@@ -84,10 +85,11 @@ const LOCK_DUE = `
 /**
  * Standalone mode's take of due contracts: up to `limit` of them (oldest first) locked for the caller's transaction,
  * skipping rows another transaction holds or a worker billing contract by contract has claimed (a batch that failed
- * is billed so: workers/billing.ts). No claim is written: the transaction that locks them also bills them.
+ * is billed so: workers/billing.ts), and those in `except`. No claim is written: the transaction that locks them also
+ * bills them.
  */
-export async function lockDueContracts(run: RunSql, a: { now: Date; limit: number; shopId?: string }): Promise<ContractRow[]> {
-  const rows = await run<ContractRow>(LOCK_DUE, [a.now, a.limit, a.shopId ?? null], { name: 'svc_billing_lock_due' });
+export async function lockDueContracts(run: RunSql, a: { now: Date; limit: number; shopId?: string; except?: string[] }): Promise<ContractRow[]> {
+  const rows = await run<ContractRow>(LOCK_DUE, [a.now, a.limit, a.shopId ?? null, a.except ?? []], { name: 'svc_billing_lock_due' });
   for (const r of rows) r.version = Number(r.version);
   return rows;
 }

@@ -73,12 +73,15 @@ export class BillingWorker extends Worker {
   async tick(): Promise<{ attempted: number; missed: number; submitted: number }> {
     const batch = Math.min(this.opts.batchSize ?? BATCH, this.ctx.platform.callsOut ? BATCH : LOCKED_BATCH);
     const done = { attempted: 0, missed: 0, submitted: 0 };
+    // Standalone: contracts this round took but left due (nothing to bill after all, or their planning failed): not
+    // taken again until the next round. (Platform mode's claim does this.) Normally empty.
+    const leftDue: string[] = [];
     // The attempts of one batch are handed over while the next batch is claimed and committed: the gateway's wait and
     // the database's work overlap, and at most one batch is being handed over at a time.
     let handing: Promise<void> = Promise.resolve();
     try {
       for (;;) {
-        const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch);
+        const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch, leftDue);
         if (!taken) break;
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
         for (const p of planned) {
@@ -135,12 +138,12 @@ export class BillingWorker extends Worker {
    * changeLockedBatch): one commit, and no claim to write first. The lock is held only while the batch is planned and
    * written, so the batch is kept small.
    */
-  private async lockAndBill(limit: number): Promise<{ taken: number; planned: Billed[] }> {
+  private async lockAndBill(limit: number, leftDue: string[]): Promise<{ taken: number; planned: Billed[] }> {
     const now = this.ctx.clock.now();
     const requests = new Map<string, Request>();
     const changes = await changeLockedBatch(
       this.ctx,
-      (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId }),
+      (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId, except: leftDue }),
       (row) => {
         const request = this.requestOf(row, now);
         requests.set(row.id, request);
@@ -149,6 +152,7 @@ export class BillingWorker extends Worker {
     );
     const planned = changes.map((c) => {
       if (c.error) this.couldNotBill(c.row, c.error);
+      if (!c.committed?.changed) leftDue.push(c.row.id);
       return this.billed(requests.get(c.row.id)!, c.committed);
     });
     return { taken: changes.length, planned };
@@ -159,9 +163,9 @@ export class BillingWorker extends Worker {
    * row the statement refuses, say), the same batch contract by contract (claimAndBill): one contract's trouble never
    * stops the others.
    */
-  private async lockAndBillOrEach(limit: number): Promise<{ taken: number; planned: Billed[] }> {
+  private async lockAndBillOrEach(limit: number, leftDue: string[]): Promise<{ taken: number; planned: Billed[] }> {
     try {
-      return await this.lockAndBill(limit);
+      return await this.lockAndBill(limit, leftDue);
     } catch (err) {
       if (isDatabaseUnavailable(err)) throw err;
       this.log?.error({ err: { message: (err as Error).message } }, 'could not bill a batch of contracts at once; billing them one by one');
