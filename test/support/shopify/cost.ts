@@ -153,10 +153,15 @@ export class CostBucket {
     this.available = Math.min(this.maximumAvailable, this.available + points);
   }
 
-  /** Empties the bucket (a fault: another app or a burst used it up). */
-  drain(): void {
+  /**
+   * Empties the bucket (a fault: another app or a burst used it up), and keeps it empty for `holdMs` of the clock
+   * (that other app still spending), so that a test's next calls meet THROTTLED however long the machine takes to
+   * make them.
+   */
+  drain(holdMs = 0): void {
     this.refill();
     this.available = 0;
+    this.at = Math.max(this.at, this.clock.now().getTime() + holdMs);
   }
 
   status(): ThrottleStatus {

@@ -267,8 +267,8 @@ export class StandIn {
   }
 
   /** Empties the shop's cost bucket: its next requests are throttled until points are restored. */
-  throttle(domain: string): void {
-    this.shop(domain).bucket.drain();
+  throttle(domain: string, holdMs = 0): void {
+    this.shop(domain).bucket.drain(holdMs);
   }
 
   /** The root-field calls svc made (e.g. 'subscriptionContractPause'), with their arguments. */
