@@ -45,17 +45,24 @@ export const attemptRows = perDatabase(
     ),
 );
 
+/**
+ * The due contracts a worker may take (`columns` of them), oldest first, $1 now, $2 the limit, $3 a shop or null: not claimed by another
+ * worker (or claimed for an older version), not of a shop that uninstalled the app, and not a row another
+ * transaction holds.
+ */
+const DUE = (columns: string, extra = '') => `
+  SELECT ${columns}
+    FROM subscription_contracts c
+   WHERE c.billing_due_at <= $1
+     AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
+     AND ($3::bigint IS NULL OR c.shop_id = $3)${extra}
+     AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
+   ORDER BY c.billing_due_at
+   LIMIT $2
+     FOR UPDATE OF c SKIP LOCKED`;
+
 const CLAIM_DUE = `
-  WITH due AS (
-    SELECT c.id FROM subscription_contracts c
-     WHERE c.billing_due_at <= $1
-       AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
-       AND ($3::bigint IS NULL OR c.shop_id = $3)
-       AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
-     ORDER BY c.billing_due_at
-     LIMIT $2
-       FOR UPDATE OF c SKIP LOCKED
-  )
+  WITH due AS (${DUE('c.id')})
   UPDATE subscription_contracts c SET billing_claimed_until = $4, billing_claimed_version = c.version FROM due WHERE c.id = due.id
   RETURNING ${CONTRACT_COLUMNS}`;
 
@@ -70,17 +77,8 @@ export async function claimDueContracts(db: Database, a: { now: Date; until: Dat
   return db.prepared<ContractRow>('svc_billing_claim_due', CLAIM_DUE, [a.now, a.limit, a.shopId ?? null, a.until]);
 }
 
-const LOCK_DUE = `
-  SELECT ${CONTRACT_COLUMNS}
-    FROM subscription_contracts c
-   WHERE c.billing_due_at <= $1
-     AND (c.billing_claimed_until IS NULL OR c.billing_claimed_until <= $1 OR c.billing_claimed_version <> c.version)
-     AND ($3::bigint IS NULL OR c.shop_id = $3)
-     AND c.id <> ALL ($4::bigint[])
-     AND NOT EXISTS (SELECT 1 FROM shops s WHERE s.id = c.shop_id AND s.uninstalled_at IS NOT NULL)
-   ORDER BY c.billing_due_at
-   LIMIT $2
-     FOR UPDATE OF c SKIP LOCKED`;
+const LOCK_DUE = DUE(CONTRACT_COLUMNS, `
+     AND c.id <> ALL ($4::bigint[])`);
 
 /**
  * Standalone mode's take of due contracts: up to `limit` of them (oldest first) locked for the caller's transaction,

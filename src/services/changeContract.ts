@@ -104,8 +104,8 @@ async function localChange(ctx: ServiceContext, change: ContractChange): Promise
   });
 }
 
-/** One contract's part of a batch changed under the lock: what was committed, or why planning it failed. */
-export type BatchChange = { row: ContractRow; committed: CommittedChange | null; error?: unknown };
+/** One contract's part of a batch changed under the lock: what was asked, what was committed, or why planning failed. */
+export type BatchChange = { row: ContractRow; request: Request; committed: CommittedChange | null; error?: unknown };
 
 /**
  * Standalone, many contracts at once (the billing worker's due contracts): in one transaction, `lock` takes their
@@ -127,17 +127,18 @@ export async function changeLockedBatch(
     const out: BatchChange[] = [];
     const writes: { at: number; write: ContractWrite }[] = [];
     for (const row of rows) {
+      const request = requestOf(row);
       try {
-        const p = plan(row, requestOf(row), now);
+        const p = plan(row, request, now);
         if (!p) {
-          out.push({ row, committed: { row, changed: false } });
+          out.push({ row, request, committed: { row, changed: false } });
           continue;
         }
         const w = writeOf(row, p, now);
         writes.push({ at: out.length, write: w.write });
-        out.push({ row, committed: w.committed });
+        out.push({ row, request, committed: w.committed });
       } catch (error) {
-        out.push({ row, committed: null, error });
+        out.push({ row, request, committed: null, error });
       }
     }
     const written = await writeContractsIn(run, writes.map((w) => w.write));

@@ -140,20 +140,15 @@ export class BillingWorker extends Worker {
    */
   private async lockAndBill(limit: number, leftDue: string[]): Promise<{ taken: number; planned: Billed[] }> {
     const now = this.ctx.clock.now();
-    const requests = new Map<string, Request>();
     const changes = await changeLockedBatch(
       this.ctx,
       (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId, except: leftDue }),
-      (row) => {
-        const request = this.requestOf(row, now);
-        requests.set(row.id, request);
-        return request;
-      },
+      (row) => this.requestOf(row, now),
     );
     const planned = changes.map((c) => {
       if (c.error) this.couldNotBill(c.row, c.error);
       if (!c.committed?.changed) leftDue.push(c.row.id);
-      return this.billed(requests.get(c.row.id)!, c.committed);
+      return this.billed(c.request!, c.committed);
     });
     return { taken: changes.length, planned };
   }
