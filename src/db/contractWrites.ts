@@ -91,7 +91,7 @@ const COMMIT = `
     RETURNING id, contract_id, shop_id, type, at, contract_version
   ), committed_events AS (
     -- What event consumers read (contractEventConsumers.ts): each committed event with the contract after it.
-    SELECT ne.id, ne.contract_id, ne.shop_id, ne.type, ne.at, ne.contract_version, p.contract
+    SELECT ne.id, ne.contract_id, ne.shop_id, ne.type, ne.at, ne.contract_version, p.contract, p.data
       FROM new_events ne JOIN planned_events p ON p.contract_id = ne.contract_id AND p.contract_version = ne.contract_version
   ), recorded AS (
     -- The result of a request that came with an Idempotency-Key, kept in the same commit as its effect.
