@@ -46,6 +46,16 @@ export async function startChild(script: string, env: NodeJS.ProcessEnv, nodeArg
   throw new Error(`${script} did not answer on ${url}${readyPath} within 30 s`);
 }
 
+/** Stops a child started by startChild and waits for it to exit (SIGKILL after 10 s): its database may go next. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
 /** Compiles src/ as `npm start` does, and returns the node options it runs dist/main.js with (plus BENCH_NODE_ARGS). */
 export function buildServer(extra: string[] = []): string[] {
   const built = spawnSync(process.execPath, ['scripts/build-server.mjs'], { cwd: root, stdio: 'inherit' });
