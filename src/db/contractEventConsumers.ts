@@ -6,8 +6,8 @@
  *
  * A consumer reads the relation `committed_events (id, contract_id, shop_id, type, at, contract_version, contract,
  * data)`: the events of this commit, each with the contract's version right after it, the contract as a client sees
- * it then (json, as text: each `->` on it parses the whole document again, so read it only to copy it) and the
- * event's data (jsonb). It writes its own rows from them. Each CTE is written `name AS (INSERT … SELECT … FROM
+ * it then (JSON as text, not yet parsed: cast it to json where it is kept; never look into it, each `->` would parse
+ * the whole document) and the event's data (jsonb). It writes its own rows from them. Each CTE is written `name AS (INSERT … SELECT … FROM
  * committed_events …)`; nothing reads its result.
  */
 
@@ -17,7 +17,7 @@
  */
 const WEBHOOK_OUTBOX = `webhook_outbox AS (
     INSERT INTO webhook_deliveries (endpoint_id, shop_id, contract_id, event_id, contract_version, type, contract, next_attempt_at, created_at)
-    SELECT w.id, ce.shop_id, ce.contract_id, ce.id, ce.contract_version, ce.type, ce.contract, ce.at, ce.at
+    SELECT w.id, ce.shop_id, ce.contract_id, ce.id, ce.contract_version, ce.type, ce.contract::json, ce.at, ce.at
       FROM committed_events ce
       JOIN webhook_endpoints w ON w.shop_id = ce.shop_id AND w.status = 'enabled'
                               AND (w.events = '{*}' OR ce.type = ANY (w.events))
