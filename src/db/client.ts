@@ -33,6 +33,12 @@ export interface Database extends SqlRunner {
    */
   prepared<T = Record<string, unknown>>(name: string, text: string, params: unknown[]): Promise<T[]>;
   /**
+   * One statement on any connection of the pool, planned anew at each run for its parameters and the tables' sizes
+   * of the moment: for a batched statement over a table that grows fast (a plan PostgreSQL keeps for a named
+   * statement was costed on the table as it was then).
+   */
+  unprepared<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
+  /**
    * Statements on one connection inside BEGIN … COMMIT (ROLLBACK when `fn` throws), with the request query timeout:
    * for raw SQL that must commit together (the contract change path's locked strategy).
    */
@@ -88,6 +94,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         opts.onQuery?.(text);
         return (await client.query(text, params)).rows as never[];
       },
+      unprepared: async (text, params) => {
+        opts.onQuery?.(text);
+        return (await client.query(text, params)).rows as never[];
+      },
       listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
       ping: async () => {
         await client.query('SELECT 1');
@@ -124,6 +134,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     prepared: async (name, text, params) => {
       opts.onQuery?.(text);
       return (await pool.query({ name, text, values: params })).rows;
+    },
+    unprepared: async (text, params) => {
+      opts.onQuery?.(text);
+      return (await pool.query({ text, values: params })).rows;
     },
     withSession: async (fn) => {
       const client = await pool.connect();
