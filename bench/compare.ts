@@ -11,7 +11,9 @@
  * DATABASE_URL is set, each in a fresh schema; on their own embedded databases otherwise. Each scenario: warm-up,
  * then BENCH_ROUNDS rounds (default 8) of BENCH_SECONDS (default 4) at 50 connections on each side, the order of the
  * two flipped every round; svc's CPU per request (/proc, the process alone) for each side and round, and the median
- * of the rounds' ratios (this checkout / the other). The last line printed is one JSON object.
+ * of the rounds' ratios (this checkout / the other). BENCH_SHOW_RPS=1 also prints each side's requests per second in
+ * each round (a side that answers faster batches less: its CPU per request can rise as its database gets quicker).
+ * The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -93,7 +95,9 @@ async function round(side: Side, scenario: Scenario, paused: Set<string>, second
     requests: requestsOf(side, scenario, paused),
   });
   const served = r.requests.total || 1;
-  return { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx };
+  const out = { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx };
+  if (process.env.BENCH_SHOW_RPS) console.log(`  ${side.name} ${scenario}: ${out.rps} req/s`);
+  return out;
 }
 
 async function main() {
