@@ -1,6 +1,5 @@
 import type { ContractState } from '../domain/contract.js';
 import type { PlannedEvent } from '../domain/commands/plan.js';
-import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
 import { CONTRACT_COLUMNS, STATE_COLUMNS } from './contractColumns.js';
@@ -64,7 +63,8 @@ const COMMIT = `
     -- One write per contract: a second write to the same contract in one batch matches no row and is planned again,
     -- after this one (never two writes computed from one version).
     SELECT DISTINCT ON (id) *
-      FROM ${batchRows(['$1::int[]', '$2::bigint[]', '$3::int[]', '$4::int[]', '$5::timestamptz[]', '$6::numeric[]', '$7::timestamptz[]', ...STATE_COLUMNS.map((c, i) => `$${state(i)}::${c.type}[]`)])}
+      FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::timestamptz[], $6::numeric[], $7::timestamptz[],
+                  ${STATE_COLUMNS.map((c, i) => `$${state(i)}::${c.type}[]`).join(', ')})
            AS x(ord, id, version, n_events, updated_at, m_revision, m_updated_at, ${STATE_COLUMNS.map((c) => c.column).join(', ')})
      ORDER BY id, ord
   ), locked AS (
@@ -84,7 +84,8 @@ const COMMIT = `
     RETURNING c.id, c.shop_id, c.version
   ), planned_events AS (
     SELECT e.*, i.id AS contract_id, i.version + e.step AS contract_version
-      FROM ${batchRows([`$${EV}::int[]`, `$${EV + 1}::int[]`, `$${EV + 2}::text[]`, `$${EV + 3}::timestamptz[]`, `$${EV + 4}::text[]`, `$${EV + 5}::text[]`, `$${EV + 6}::text[]`, `$${EV + 7}::text[]`, `$${EV + 8}::jsonb[]`, textList(EV + 9)])}
+      FROM unnest($${EV}::int[], $${EV + 1}::int[], $${EV + 2}::text[], $${EV + 3}::timestamptz[], $${EV + 4}::text[], $${EV + 5}::text[],
+                  $${EV + 6}::text[], $${EV + 7}::text[], $${EV + 8}::jsonb[], ${textList(EV + 9)})
            WITH ORDINALITY AS e(input_ord, step, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, contract, n)
       JOIN input i ON i.ord = e.input_ord
   ), new_events AS (
@@ -101,7 +102,7 @@ const COMMIT = `
     -- The result of a request that came with an Idempotency-Key, kept in the same commit as its effect.
     UPDATE idempotency_keys k
        SET state = 'completed', status_code = 200, result = r.result
-      FROM ${batchRows([`$${REC}::int[]`, `$${REC + 1}::text[]`, `$${REC + 2}::text[]`, jsonList(REC + 3)])} AS r(input_ord, key_digest, owner_request_id, result)
+      FROM unnest($${REC}::int[], $${REC + 1}::text[], $${REC + 2}::text[], ${jsonList(REC + 3)}) AS r(input_ord, key_digest, owner_request_id, result)
       JOIN input i ON i.ord = r.input_ord
       JOIN updated u ON u.id = i.id
      WHERE k.shop_id = u.shop_id AND k.key_digest = r.key_digest AND k.owner_request_id = r.owner_request_id
