@@ -101,7 +101,7 @@ type StormCounts = { attempts: number; done: number };
 /**
  * How far the storm is: two counts of small partial indexes (the contracts still due, the attempts still pending).
  * Counting what is still due reads every due contract (~100 ms of PostgreSQL at 100,000), so it is asked for the
- * progress line only; whether the storm is over is asked every second, as two EXISTS that stop at the first row.
+ * progress line only; whether the storm is over is asked every half second, as two EXISTS that stop at the first row.
  * Nothing else of the shop is due or pending during the storm (the seeded contracts are due days later), and every
  * storm contract is due once: billed, its next date is a month away.
  */

@@ -46,9 +46,9 @@ export const attemptRows = perDatabase(
 );
 
 /**
- * The due contracts a worker may take (`columns` of them), oldest first, $1 now, $2 the limit, $3 a shop or null: not claimed by another
- * worker (or claimed for an older version), not of a shop that uninstalled the app, and not a row another
- * transaction holds.
+ * The due contracts a worker may take (`columns` of them), oldest first, $1 now, $2 the limit, $3 a shop or null:
+ * not claimed by another worker (or claimed for an older version), not of a shop that uninstalled the app, and not a
+ * row another transaction holds.
  */
 const DUE = (columns: string, extra = '') => `
   SELECT ${columns}

@@ -81,6 +81,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       }
       return (await client.query(text, params ?? [])).rows as never[];
     };
+    const unnamed = async (text: string, params: unknown[]) => {
+      opts.onQuery?.(text);
+      return (await client.query(text, params)).rows as never[];
+    };
     return {
       kind: 'pglite',
       orm: drizzlePglite(client, { schema, ...observing(opts.onQuery) }) as unknown as Orm,
@@ -90,14 +94,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
           opts.onQuery?.(text);
           return (await tx.query(text, params ?? [])).rows as never[];
         })),
-      prepared: async (_name, text, params) => {
-        opts.onQuery?.(text);
-        return (await client.query(text, params)).rows as never[];
-      },
-      unprepared: async (text, params) => {
-        opts.onQuery?.(text);
-        return (await client.query(text, params)).rows as never[];
-      },
+      // PGlite plans each statement anew: a named one is the same as any other.
+      prepared: async (_name, text, params) => unnamed(text, params),
+      unprepared: async (text, params) => unnamed(text, params),
       listen: async (channel, onNotify) => client.listen(channel, () => onNotify()),
       ping: async () => {
         await client.query('SELECT 1');

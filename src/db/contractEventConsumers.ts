@@ -7,8 +7,8 @@
  * A consumer reads the relation `committed_events (id, contract_id, shop_id, type, at, contract_version, contract,
  * data)`: the events of this commit, each with the contract's version right after it, the contract as a client sees
  * it then (JSON as text, not yet parsed: cast it to json where it is kept; never look into it, each `->` would parse
- * the whole document) and the event's data (jsonb). It writes its own rows from them. Each CTE is written `name AS (INSERT … SELECT … FROM
- * committed_events …)`; nothing reads its result.
+ * the whole document) and the event's data (jsonb). It writes its own rows from them. Each CTE is written
+ * `name AS (INSERT … SELECT … FROM committed_events …)`; nothing reads its result.
  */
 
 /**

@@ -119,6 +119,8 @@ export class CostBucket {
   /** Points spent since the start (taken less refunded), and requests refused THROTTLED: for benchmarks. */
   spent = 0;
   throttled = 0;
+  /** Requests still to refuse before the bucket refills again (drain's `refusals`). */
+  private holding = 0;
 
   constructor(
     readonly maximumAvailable: number,
@@ -131,6 +133,11 @@ export class CostBucket {
 
   private refill(): void {
     const now = this.clock.now().getTime();
+    if (this.holding > 0) {
+      // Held empty: it refills from the moment the hold ends.
+      this.at = Math.max(this.at, now);
+      return;
+    }
     if (now > this.at) this.available = Math.min(this.maximumAvailable, this.available + ((now - this.at) / 1000) * this.restoreRate);
     this.at = Math.max(this.at, now);
   }
@@ -140,6 +147,7 @@ export class CostBucket {
     this.refill();
     if (cost > this.available) {
       this.throttled++;
+      if (this.holding > 0) this.holding--;
       return false;
     }
     this.available -= cost;
@@ -154,14 +162,14 @@ export class CostBucket {
   }
 
   /**
-   * Empties the bucket (a fault: another app or a burst used it up), and keeps it empty for `holdMs` of the clock
-   * (that other app still spending), so that a test's next calls meet THROTTLED however long the machine takes to
-   * make them.
+   * Empties the bucket (a fault: another app or a burst used it up), and keeps it empty until it has refused
+   * `refusals` requests (that other app still spending): a test's next calls meet THROTTLED however long the machine
+   * takes to make them, where a hold of some time would run out on a slow machine before the first call came.
    */
-  drain(holdMs = 0): void {
+  drain(refusals = 0): void {
     this.refill();
     this.available = 0;
-    this.at = Math.max(this.at, this.clock.now().getTime() + holdMs);
+    this.holding = refusals;
   }
 
   status(): ThrottleStatus {

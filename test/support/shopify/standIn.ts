@@ -266,9 +266,12 @@ export class StandIn {
     return this.emit(shop, topic, payloads.compliancePayload(shop, topic, input));
   }
 
-  /** Empties the shop's cost bucket: its next requests are throttled until points are restored. */
-  throttle(domain: string, holdMs = 0): void {
-    this.shop(domain).bucket.drain(holdMs);
+  /**
+   * Empties the shop's cost bucket: its next requests are throttled until points are restored, and, with `refusals`,
+   * at least that many are refused before it refills at all.
+   */
+  throttle(domain: string, refusals = 0): void {
+    this.shop(domain).bucket.drain(refusals);
   }
 
   /** The root-field calls svc made (e.g. 'subscriptionContractPause'), with their arguments. */
