@@ -1,4 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import type { ClaimedDelivery } from '../../src/db/webhookOutbox.js';
+import { signedRequest } from '../../src/workers/webhookDispatcher.js';
 import { forbiddenRange } from '../../src/webhooks/addressGuard.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelayMs, RETRY_DELAYS_MS } from '../../src/domain/webhooks.js';
 
@@ -99,5 +103,50 @@ describe('the request load background work gives way to', () => {
     load.started += 5;
     expect(load.busy(1000, 1_150)).toBe(true); // within 100 ms of the last look: the same answer
     expect(load.busy(1000, 1_300)).toBe(false); // 5 in 200 ms
+  });
+});
+
+describe('the signature of a delivery', () => {
+  const delivery = (over: Partial<ClaimedDelivery> = {}): ClaimedDelivery => ({
+    id: '42',
+    endpointId: '1',
+    contractId: '4001',
+    eventId: '7',
+    contractVersion: 3,
+    type: 'subscription_contract.paused',
+    contract: '{"id":"4001","note":"café ☕ \\u2028 ünïcödé"}',
+    test: false,
+    attempts: 1,
+    createdAt: new Date('2026-11-29T10:00:00Z'),
+    url: 'https://example.com/hook',
+    secret: `whsec_${randomBytes(24).toString('base64')}`,
+    previousSecret: null,
+    previousSecretExpiresAt: null,
+    event: { at: new Date('2026-11-29T10:00:00Z'), actorType: 'api_key', actorKeyFingerprint: 'svc_live_abcd…wxyz', fromStatus: 'ACTIVE', toStatus: 'PAUSED', data: {} },
+    ...over,
+  });
+
+  it('verifies with the Standard Webhooks library, for any body', () => {
+    const d = delivery();
+    const at = new Date();
+    const { body, headers } = signedRequest(d, at);
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(new Webhook(d.secret).verify(body, headers)).toEqual(JSON.parse(body));
+    // Signed with another secret, or with the body changed by one character: refused.
+    expect(() => new Webhook(`whsec_${randomBytes(24).toString('base64')}`).verify(body, headers)).toThrow();
+    expect(() => new Webhook(d.secret).verify(body.replace('café', 'cafe'), headers)).toThrow();
+  });
+
+  it('carries both signatures during a rotation, each verifying with its own secret', () => {
+    const previous = `whsec_${randomBytes(24).toString('base64')}`;
+    const at = new Date();
+    const d = delivery({ previousSecret: previous, previousSecretExpiresAt: new Date(at.getTime() + 60_000) });
+    const { body, headers } = signedRequest(d, at);
+    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    expect(new Webhook(d.secret).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(new Webhook(previous).verify(body, headers)).toEqual(JSON.parse(body));
+    // Once the overlap has ended, the previous secret no longer signs.
+    const after = signedRequest({ ...d, previousSecretExpiresAt: new Date(at.getTime() - 1) }, at);
+    expect(() => new Webhook(previous).verify(after.body, after.headers)).toThrow();
   });
 });
