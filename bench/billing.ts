@@ -21,6 +21,8 @@
  * Then the platform scenario (bench/billingPlatform.ts, when present): billing on the platform stand-in against its
  * cost bucket. One line per row, and the last line printed is one JSON object. BENCH_PROFILE=dir writes a CPU
  * profile of the svc process; BENCH_BILLING_TIMEOUT (seconds, default 600) ends a storm that does not finish.
+ * BENCH_BILLING_WORKERS=apart runs the API and the workers as two instances (the API's with SCHEDULER_ENABLED=false):
+ * svc's CPU is then both processes', its RSS the larger one's, and the event-loop delay the API instance's.
  */
 import { existsSync } from 'node:fs';
 import http from 'node:http';
@@ -47,6 +49,7 @@ const PLATFORM_CONTRACTS = Number(process.env.BENCH_BILLING_PLATFORM_CONTRACTS ?
 /** BENCH_API=off: the storm without the API load (its CPU then needs no estimate); BENCH_WEBHOOKS=off: no endpoint. */
 const API_ON = process.env.BENCH_API !== 'off';
 const WEBHOOKS_ON = process.env.BENCH_WEBHOOKS !== 'off';
+const WORKERS_APART = process.env.BENCH_BILLING_WORKERS === 'apart';
 /** Realistic contracts the storm's rows are copied from (lines, address, policy), and the contracts the actions use. */
 const TEMPLATES = 50;
 const ACTION_CONTRACTS = 2000;
@@ -209,11 +212,19 @@ async function stormScenario(): Promise<Record<string, unknown>> {
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000000',
   };
   const nodeArgs = buildServer(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
-  const svc = await startChild('dist/main.js', env, nodeArgs);
+  // BENCH_BILLING_WORKERS=apart: the API on one instance (SCHEDULER_ENABLED=false) and the workers on another, as a
+  // deployment that keeps renewals off the API's event loop would run them. CPU is then both processes'.
+  const svc = await startChild('dist/main.js', WORKERS_APART ? { ...env, SCHEDULER_ENABLED: 'false' } : env, nodeArgs);
   cleanups.unshift(() => stopChild(svc.child));
+  const workers = WORKERS_APART ? await startChild('dist/main.js', env, nodeArgs) : null;
+  if (workers) cleanups.unshift(() => stopChild(workers.child));
   const svcPid = svc.child.pid!;
+  const pids = [svcPid, ...(workers ? [workers.child.pid!] : [])];
+  const svcCpuMs = () => pids.reduce((sum, pid) => sum + cpuMs({ pid }), 0);
+  const rssMb = () => Math.max(...pids.map(peakRssMb));
+  const statsUrl = workers?.url ?? svc.url;
   const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
-  console.log(`svc ${svc.url} on ${where} (BILLING=on, standalone: the test gateway); node ${process.version}; ${os.cpus().length} cores; load average ${load()}`);
+  console.log(`svc ${svc.url} on ${where} (BILLING=on, standalone: the test gateway${workers ? `; the workers apart, on ${workers.url}` : ''}); node ${process.version}; ${os.cpus().length} cores; load average ${load()}`);
 
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   const stormIds = { first: BigInt(range.first), span: BigInt(range.last) - BigInt(range.first) + 1n };
@@ -233,12 +244,12 @@ async function stormScenario(): Promise<Record<string, unknown>> {
     headers,
     next: mixed,
     onStart: () => {
-      svcBefore = cpuMs({ pid: svcPid });
+      svcBefore = svcCpuMs();
       pgBefore = cpuMs({ name: 'postgres' });
     },
   });
   const served = (r: SteadyResult) => Object.values(r.statuses).reduce((a, b) => a + b, 0) || 1;
-  const apiSvcMsPerReq = (cpuMs({ pid: svcPid }) - svcBefore) / served(alone);
+  const apiSvcMsPerReq = (svcCpuMs() - svcBefore) / served(alone);
   const apiPgMsPerReq = (cpuMs({ name: 'postgres' }) - pgBefore) / served(alone);
   apiRow(`API at ${RATE}/s alone (GET + actions)`, alone, `  cpu/req: svc ${Math.round(apiSvcMsPerReq * 1000)} µs, postgres ${Math.round(apiPgMsPerReq * 1000)} µs`);
 
@@ -250,9 +261,9 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   let timedOut = false;
   const apiLoad = API_ON ? steadyRate({ rate: RATE, seconds: TIMEOUT_S + 10, connections: CONNECTIONS, headers, next: mixed, until: () => stormEnd > 0 || timedOut }) : null;
   if (apiLoad) await sleep(1000);
-  svcCpu0 = cpuMs({ pid: svcPid });
+  svcCpu0 = svcCpuMs();
   pgCpu0 = cpuMs({ name: 'postgres' });
-  const batches0 = await batchStats(svc.url);
+  const batches0 = await batchStats(statsUrl);
   await eventLoopLag(svc.url);
   await q(db, `UPDATE subscription_contracts SET next_billing_date = now() WHERE shop_id = $1 AND id BETWEEN $2 AND $3`, [shop.id, range.first, range.last]);
   stormStart = performance.now();
@@ -276,17 +287,17 @@ async function stormScenario(): Promise<Record<string, unknown>> {
     if (now - lastPrint >= 5000) {
       lastPrint = now;
       counts = await stormCounts(db, shop.id);
-      console.log(`  ${((now - stormStart) / 1000).toFixed(0).padStart(4)} s: ${counts.attempts} attempts created, ${counts.done} with their outcome; svc rss ${peakRssMb(svcPid)} MB peak`);
+      console.log(`  ${((now - stormStart) / 1000).toFixed(0).padStart(4)} s: ${counts.attempts} attempts created, ${counts.done} with their outcome; svc rss ${rssMb()} MB peak`);
     }
     await sleep(500);
   }
   const stormS = (stormEnd - stormStart) / 1000;
-  const svcCpu = cpuMs({ pid: svcPid }) - svcCpu0;
+  const svcCpu = svcCpuMs() - svcCpu0;
   const pgCpu = cpuMs({ name: 'postgres' }) - pgCpu0;
-  const batches = batchDelta(batches0, await batchStats(svc.url), Math.max(1, counts.done));
+  const batches = batchDelta(batches0, await batchStats(statsUrl), Math.max(1, counts.done));
   const lag = await eventLoopLag(svc.url);
   const during: SteadyResult = (await apiLoad) ?? { rps: 0, p50: NaN, p99: NaN, errors: 0, non2xx: 0, statuses: {} };
-  const rss = peakRssMb(svcPid);
+  const rss = rssMb();
   const checks = await stormChecks(db, shop.id, range);
   const billed = Math.max(1, counts.done);
   const perContract = (ms: number) => Math.round((ms * 1000) / billed);
@@ -332,6 +343,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       cpuPerContract: net,
       cpuPerContractWithApi: gross,
       eventLoopDelayMs: lag,
+      workersApart: WORKERS_APART,
     },
     api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: during.rps, p50: during.p50, p99: during.p99, non2xx: during.non2xx, errors: during.errors } },
     database: where,
