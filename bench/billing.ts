@@ -22,7 +22,8 @@
  * cost bucket. One line per row, and the last line printed is one JSON object. BENCH_PROFILE=dir writes a CPU
  * profile of the svc process; BENCH_BILLING_TIMEOUT (seconds, default 600) ends a storm that does not finish.
  * BENCH_BILLING_WORKERS=apart runs the API and the workers as two instances (the API's with SCHEDULER_ENABLED=false):
- * svc's CPU is then both processes', its RSS the larger one's, and the event-loop delay the API instance's.
+ * svc's CPU is then both processes', its RSS the larger one's, and the event-loop delay the API instance's;
+ * BENCH_BILLING_WORKERS_NICE=n lowers the workers' instance's CPU priority.
  */
 import { existsSync } from 'node:fs';
 import http from 'node:http';
@@ -218,6 +219,8 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   cleanups.unshift(() => stopChild(svc.child));
   const workers = WORKERS_APART ? await startChild('dist/main.js', env, nodeArgs) : null;
   if (workers) cleanups.unshift(() => stopChild(workers.child));
+  // BENCH_BILLING_WORKERS_NICE=n: the workers' instance at a lower CPU priority (its main thread's nice value).
+  if (workers && process.env.BENCH_BILLING_WORKERS_NICE) os.setPriority(workers.child.pid!, Number(process.env.BENCH_BILLING_WORKERS_NICE));
   const svcPid = svc.child.pid!;
   const pids = [svcPid, ...(workers ? [workers.child.pid!] : [])];
   const svcCpuMs = () => pids.reduce((sum, pid) => sum + cpuMs({ pid }), 0);
