@@ -16,26 +16,19 @@ export type AttemptWithContract = { attemptId: string; attemptStatus: AttemptSta
 
 const ATTEMPTS_WITH_CONTRACTS = `
   SELECT q.ord::int AS ord, a.id::text AS "attemptId", a.status AS "attemptStatus", p.policy, ${CONTRACT_COLUMNS}
-    FROM unnest($1::bigint[], $2::uuid[], $3::text[]) WITH ORDINALITY AS q(shop_id, attempt_id, reference, ord)
-    CROSS JOIN LATERAL (
-      SELECT b.id, b.status, b.contract_id FROM billing_attempts b WHERE b.id = q.attempt_id AND b.shop_id = q.shop_id
-      UNION ALL
-      SELECT b.id, b.status, b.contract_id FROM billing_attempts b
-       WHERE q.attempt_id IS NULL AND b.shop_id = q.shop_id AND b.platform_reference = q.reference
-      LIMIT 1
-    ) a
+    FROM unnest($1::bigint[], $2::uuid[]) WITH ORDINALITY AS q(shop_id, attempt_id, ord)
+    CROSS JOIN LATERAL (SELECT b.id, b.status, b.contract_id FROM billing_attempts b WHERE b.id = q.attempt_id AND b.shop_id = q.shop_id) a
     JOIN subscription_contracts c ON c.id = a.contract_id
     LEFT JOIN billing_policies p ON p.shop_id = q.shop_id`;
 
-/** The attempts (by id, or by the gateway's reference) with their contracts, batched. */
+/** The attempts (by id, in their shop) with their contracts, batched. */
 export const attemptRows = perDatabase(
   (db: Database) =>
-    new Batcher<{ shopId: string; attemptId?: string; reference?: string }, AttemptWithContract | undefined>(
+    new Batcher<{ shopId: string; attemptId: string }, AttemptWithContract | undefined>(
       async (inputs) => {
         const rows = await db.prepared<Record<string, unknown> & { ord: number }>('svc_billing_attempts_with_contracts', ATTEMPTS_WITH_CONTRACTS, [
           inputs.map((i) => i.shopId),
-          inputs.map((i) => i.attemptId ?? null),
-          inputs.map((i) => i.reference ?? null),
+          inputs.map((i) => i.attemptId),
         ]);
         return byOrd(rows, inputs.length).map((r) =>
           r ? { attemptId: r.attemptId as string, attemptStatus: r.attemptStatus as AttemptState['status'], policy: (r.policy as BillingPolicy | null) ?? null, contract: r as unknown as ContractRow } : undefined,

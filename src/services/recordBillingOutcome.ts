@@ -10,9 +10,11 @@ export const BILLING_ACTOR: Actor = { type: 'billing' };
 
 export type OutcomeReport = {
   shopId: string;
-  /** svc's id of the attempt, or (one of the two) the reference the gateway or platform answered for it. */
-  attemptId?: string;
-  reference?: string;
+  /**
+   * svc's id of the attempt. (Sources that know only their own reference for it map it first: the platform's
+   * poll and webhooks do, by the attempt's reference or idempotency key.)
+   */
+  attemptId: string;
   outcome: BillingOutcome;
 };
 
@@ -25,9 +27,8 @@ export type OutcomeReport = {
  * not_found for an attempt svc does not know in that shop.
  */
 export async function recordBillingOutcome(ctx: ServiceContext, report: OutcomeReport): Promise<{ changed: boolean; contractId: string }> {
-  if (!report.attemptId && !report.reference) throw new ServiceError('invalid_request', 'An outcome names its attempt by id or by reference.');
-  const found = await attemptRows(ctx.db).load({ shopId: report.shopId, attemptId: report.attemptId, reference: report.reference });
-  if (!found) throw new ServiceError('not_found', 'No billing attempt with this id or reference exists for this shop.');
+  const found = await attemptRows(ctx.db).load({ shopId: report.shopId, attemptId: report.attemptId });
+  if (!found) throw new ServiceError('not_found', 'No billing attempt with this id exists for this shop.');
   const contractId = found.contract.id;
   // Settled already, and not an action_required attempt the customer came back to: nothing to plan.
   if (found.attemptStatus !== 'pending' && !(found.attemptStatus === 'action_required' && report.outcome.kind !== 'action_required')) {
