@@ -16,7 +16,7 @@
  *   being billed, half pause/resume actions on other contracts of the shop (never due), p50 and p99; the same load is
  *   first run alone for BENCH_API_SECONDS (default 5), for comparison.
  * A webhook endpoint of the shop subscribes to the billing outcomes (so each outcome writes an outbox row), pointing
- * at a receiver in this process; the deliveries received by the end are counted.
+ * at a receiver in a process of its own (bench/webhookReceiver.ts); the deliveries received by the end are counted.
  *
  * Then the platform scenario (bench/billingPlatform.ts, when present): billing on the platform stand-in against its
  * cost bucket. One line per row, and the last line printed is one JSON object. BENCH_PROFILE=dir writes a CPU
@@ -26,8 +26,6 @@
  * BENCH_BILLING_WORKERS_NICE=n lowers the workers' instance's CPU priority.
  */
 import { existsSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -61,19 +59,14 @@ const BILLING_OUTCOMES = ['billing.succeeded', 'billing.failed', 'billing.action
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const q = <T>(db: Database, text: string, params: unknown[] = []) => db.withSession((run) => run(text, params)) as Promise<T[]>;
 
-/** Receives the webhook deliveries, answers 200 at once, counts them. */
+/** The webhook receiver (bench/webhookReceiver.ts), in a process of its own: answers 200 at once, counts. */
 async function startReceiver() {
-  let received = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      received++;
-      res.writeHead(200).end('ok');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received: () => received, close: () => new Promise<void>((r) => server.close(() => r())) };
+  const { child, url } = await startChild('bench/webhookReceiver.ts', {}, [], '/count');
+  return {
+    url: `${url}/hook`,
+    received: async () => ((await (await fetch(`${url}/count`)).json()) as { received: number }).received,
+    close: () => stopChild(child),
+  };
 }
 
 /**
@@ -319,7 +312,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   );
   console.log(
     `  committed: ${checks.contractsBilled} contracts billed, ${checks.attemptedEvents} billing.attempted and ${checks.outcomeEvents} outcome events, ` +
-      `${checks.outboxRows} outbox rows, ${checks.pending} attempts pending, ${checks.stillDue} contracts still due; ${receiver.received()} webhooks received by the end`,
+      `${checks.outboxRows} outbox rows, ${checks.pending} attempts pending, ${checks.stillDue} contracts still due; ${await receiver.received()} webhooks received by the end`,
   );
   console.log(`  batched statements per billed contract (mean batch), API requests included: ${batches}`);
   console.log(`  svc's event-loop delay during the storm: p99 ${lag.p99} ms, max ${lag.max} ms`);
