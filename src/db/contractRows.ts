@@ -1,3 +1,4 @@
+import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database } from './client.js';
 import { CONTRACT_COLUMNS, CONTRACT_TEXT_COLUMNS, type ContractText } from './contractColumns.js';
@@ -22,14 +23,14 @@ export type ContractWithKeyState<Row = ContractRow> = KeyState & { contract: Row
 // another shop's contract.
 const contractsWithKeyStates = (columns: string) => `
   SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.shop_id::text AS "keyShopId", ${columns}
-    FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS q(key_id, contract_id, ord)
+    FROM ${batchRows(['$1::uuid[]', '$2::bigint[]'])} WITH ORDINALITY AS q(key_id, contract_id, ord)
     JOIN api_keys k ON k.id = q.key_id
     JOIN shops s ON s.id = k.shop_id
     LEFT JOIN subscription_contracts c ON c.id = q.contract_id`;
 
 const contractsOfShops = (columns: string) => `
   SELECT q.ord::int AS ord, ${columns}
-    FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS q(shop_id, contract_id, ord)
+    FROM ${batchRows(['$1::bigint[]', '$2::bigint[]'])} WITH ORDINALITY AS q(shop_id, contract_id, ord)
     JOIN subscription_contracts c ON c.id = q.contract_id AND c.shop_id = q.shop_id`;
 
 /**

@@ -1,3 +1,4 @@
+import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database } from './client.js';
 import { byOrd, type KeyState } from './contractRows.js';
@@ -13,13 +14,13 @@ export type KeyRow = KeyState & { keyId: string; shopId: string; access: string;
 const KEYS_BY_DIGEST = `
   SELECT q.ord::int AS ord, k.id::text AS "keyId", k.shop_id::text AS "shopId", k.access, k.revoked_at AS "revokedAt",
          k.last_used_at AS "lastUsedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled
-    FROM unnest($1::text[]) WITH ORDINALITY AS q(digest, ord)
+    FROM ${batchRows(['$1::text[]'])} WITH ORDINALITY AS q(digest, ord)
     JOIN api_keys k ON k.digest = q.digest
     JOIN shops s ON s.id = k.shop_id`;
 
 const KEY_STATES = `
   SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled
-    FROM unnest($1::uuid[]) WITH ORDINALITY AS q(key_id, ord)
+    FROM ${batchRows(['$1::uuid[]'])} WITH ORDINALITY AS q(key_id, ord)
     JOIN api_keys k ON k.id = q.key_id
     JOIN shops s ON s.id = k.shop_id`;
 
