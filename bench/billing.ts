@@ -218,7 +218,18 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   const pids = [svcPid, ...(workers ? [workers.child.pid!] : [])];
   const svcCpuMs = () => pids.reduce((sum, pid) => sum + cpuMs({ pid }), 0);
   const rssMb = () => Math.max(...pids.map(peakRssMb));
-  const statsUrl = workers?.url ?? svc.url;
+  // The batched statements' counters of every instance (apart, the workers' and the API's), summed.
+  const allBatchStats = async () => {
+    const out: Awaited<ReturnType<typeof batchStats>> = {};
+    for (const stats of await Promise.all([svc.url, ...(workers ? [workers.url] : [])].map(batchStats))) {
+      for (const [name, s] of Object.entries(stats)) {
+        const sum = (out[name] ??= { statements: 0, inputs: 0 });
+        sum.statements += s.statements;
+        sum.inputs += s.inputs;
+      }
+    }
+    return out;
+  };
   const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
   console.log(`svc ${svc.url} on ${where} (BILLING=on, standalone: the test gateway${workers ? `; the workers apart, on ${workers.url}` : ''}); node ${process.version}; ${os.cpus().length} cores; load average ${load()}`);
 
@@ -259,7 +270,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   if (apiLoad) await sleep(1000);
   svcCpu0 = svcCpuMs();
   pgCpu0 = cpuMs({ name: 'postgres' });
-  const batches0 = await batchStats(statsUrl);
+  const batches0 = await allBatchStats();
   await eventLoopLag(svc.url);
   await q(db, `UPDATE subscription_contracts SET next_billing_date = now() WHERE shop_id = $1 AND id BETWEEN $2 AND $3`, [shop.id, range.first, range.last]);
   stormStart = performance.now();
@@ -290,7 +301,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   const stormS = (stormEnd - stormStart) / 1000;
   const svcCpu = svcCpuMs() - svcCpu0;
   const pgCpu = cpuMs({ name: 'postgres' }) - pgCpu0;
-  const batches = batchDelta(batches0, await batchStats(statsUrl), Math.max(1, counts.done));
+  const batches = batchDelta(batches0, await allBatchStats(), Math.max(1, counts.done));
   const lag = await eventLoopLag(svc.url);
   const during: SteadyResult = (await apiLoad) ?? { rps: 0, p50: NaN, p99: NaN, errors: 0, non2xx: 0, statuses: {} };
   const rss = rssMb();

@@ -112,10 +112,9 @@ const commitStatement = (rows: (arrays: string[]) => string) => `
 /**
  * The statement in two texts, by the batch's size. A small batch (a request's change, most often alone) reads its
  * input through svc_rows (batchInput.ts), so PostgreSQL keeps one plan for it: planning it at each run was ~2 of
- * the ~2.8 ms a lone change cost the database. A large one (a billing round's hundred) reads it through unnest: in
- * paired 100,000-contract storms the svc_rows text wrote large batches ~15 % slower (80 and 86 s against 69 and
- * 71 s; ~255 against ~190–230 µs of PostgreSQL per contract written, pg_stat_statements), and this text, planned for
- * its batches or kept as PostgreSQL chooses, did not.
+ * the ~2.8 ms a lone change cost the database. A large one (a billing round's hundred) reads it through unnest,
+ * planned for its batches or kept as PostgreSQL chooses: written through svc_rows, a storm's large batches cost
+ * PostgreSQL ~255 µs per contract against ~190–230 µs (pg_stat_statements).
  */
 const SMALL_BATCH = 10;
 const COMMIT_SMALL = { name: 'svc_write_contracts', text: commitStatement(batchRows) };
