@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, eventRows, insertContract, sql } from './support/fixtures.js';
 import { BillingWorker } from '../src/workers/billing.js';
+import type { BillingGateway } from '../src/services/billingGateway.js';
 import { listen, mcpClient, toolError, toolOk } from './support/mcp.js';
 
 /**
@@ -112,6 +113,30 @@ describe('the billing worker and the test gateway', () => {
     // Not billed once per missed interval either: the monthly one moves to its first date after now.
     expect((await get(monthly.id)).nextBillingDate).toBe('2026-12-20T12:00:00.000Z');
     expect(await worker.tick()).toMatchObject({ attempted: 0, missed: 0 });
+  });
+});
+
+describe('a storm of renewals', () => {
+  it('a round that finds more due than one batch is catching up until it ends (its webhooks give way meanwhile); a round of one batch is not', async () => {
+    const due = new Date(NOW.getTime() - 30_000);
+    for (let i = 0; i < 5; i++) await insertContract(t, shopId, { nextBillingDate: due });
+    const gateway = t.ctx.billing!.gateway;
+    const seen: boolean[] = [];
+    // What the worker says while each attempt is handed over.
+    let storm: BillingWorker | null = null;
+    const createAttempt: BillingGateway['createAttempt'] = (req) => {
+      seen.push(storm!.catchingUp);
+      return gateway.createAttempt(req);
+    };
+    const watched = { ...t.ctx, billing: { ...t.ctx.billing!, gateway: { outcomeWithinMs: gateway.outcomeWithinMs, createAttempt } } };
+    storm = new BillingWorker(watched, { intervalMs: 1000, maxLateMs: 3 * DAY, concurrency: 8, batchSize: 2, shopId });
+    expect(await storm.tick()).toMatchObject({ attempted: 5, submitted: 5 });
+    expect(seen).toEqual([true, true, true, true, true]);
+    expect(storm.catchingUp).toBe(false);
+
+    await insertContract(t, shopId, { nextBillingDate: due });
+    expect(await storm.tick()).toMatchObject({ attempted: 1 });
+    expect(seen.slice(5)).toEqual([false]);
   });
 });
 

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Contract as ContractSchema } from '../src/domain/resources.js';
 import { WebhookDispatcher } from '../src/workers/webhookDispatcher.js';
+import { createWorkers } from '../src/workers/index.js';
 import { ResumeSweep } from '../src/workers/resumeSweep.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { adminAuth, API, sql } from './support/fixtures.js';
@@ -250,6 +251,18 @@ describe('giving way to requests', () => {
     for (const c of contracts) await act(s.key, c.id, { action: 'skip' });
     const started = Date.now();
     await new WebhookDispatcher(t.ctx, { busy: () => true }).tick();
+    expect(s.got()).toHaveLength(25);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250); // three batches, each followed by a 100 ms pause
+  });
+
+  it("while the instance's renewals work through a storm, its dispatcher gives way the same, and all of them arrive", async () => {
+    const s = await shopWithEndpoint();
+    const contracts = await t.seed(s.shopId, 25);
+    for (const c of contracts) await act(s.key, c.id, { action: 'skip' });
+    const workers = createWorkers(t.ctx, { resumeIntervalMs: 1000, billing: { intervalMs: 1000, maxLateMs: 86_400_000, concurrency: 8 } });
+    workers.billing!.catchingUp = true; // set by a billing round that finds more due than one batch (billing.happy.test.ts)
+    const started = Date.now();
+    await workers.webhookDispatcher.tick();
     expect(s.got()).toHaveLength(25);
     expect(Date.now() - started).toBeGreaterThanOrEqual(250); // three batches, each followed by a 100 ms pause
   });

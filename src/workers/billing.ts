@@ -61,6 +61,12 @@ export type BillingWorkerOptions = {
 export class BillingWorker extends Worker {
   /** Totals since start, for /metrics and the logs. */
   readonly stats = { ticks: 0, attempted: 0, missed: 0, submitted: 0, submitFailures: 0, failures: 0 };
+  /**
+   * True while the current round has found more due than one batch (a storm: a shop's contracts due at one moment),
+   * until that round ends. The instance's webhook dispatcher gives way meanwhile (workers/index.ts): renewals have a
+   * deadline, their webhooks follow.
+   */
+  catchingUp = false;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -83,6 +89,7 @@ export class BillingWorker extends Worker {
       for (;;) {
         const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch, leftDue);
         if (!taken) break;
+        if (taken === batch) this.catchingUp = true;
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
         for (const p of planned) {
           if (p?.kind === 'attempted') attempts.push(p);
@@ -102,6 +109,7 @@ export class BillingWorker extends Worker {
       await handing;
       throw err;
     } finally {
+      this.catchingUp = false;
       this.stats.ticks++;
       this.stats.attempted += done.attempted;
       this.stats.missed += done.missed;

@@ -29,15 +29,18 @@ export function createWorkers(
     billing?: Omit<BillingWorkerOptions, 'log'>;
   },
 ) {
-  // Requests come first: while they arrive this fast, the dispatcher gives way (webhookDispatcher.ts).
-  const busy = opts.load ? () => opts.load!.busy(BUSY_REQUESTS_PER_SECOND) : undefined;
+  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
+  // Requests come first, and renewals before their webhooks: while requests arrive this fast, or while this
+  // instance's billing works through more due contracts than one batch, the dispatcher gives way
+  // (webhookDispatcher.ts) and catches up after.
+  const requestsBusy = opts.load ? () => opts.load!.busy(BUSY_REQUESTS_PER_SECOND) : () => false;
+  const busy = () => requestsBusy() || (billing?.catchingUp ?? false);
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
   const requestLogCleanup = new RequestLogCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
-  const billing = opts.billing && ctx.billing ? new BillingWorker(ctx, { ...opts.billing, log: opts.log }) : null;
   // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.
   const pendingAttempts = opts.shopify && billing ? new PendingAttemptsWorker(ctx, opts.shopify.services, { log: opts.log }) : null;
   const all = [

@@ -122,8 +122,9 @@ export class WebhookDispatcher extends Worker {
       /** How long a wake-up waits for more deliveries to send them together (10 ms). */
       coalesceMs?: number;
       /**
-       * True while the instance is crowded with requests: deliveries then go out in small batches with a pause
-       * between them (about 100 a second), so they take little from the requests, and catch up at full speed after.
+       * True while the instance is crowded with requests, or its renewals are working through a storm: deliveries
+       * then go out in small batches with a pause between them (about 100 a second), so they take little from the
+       * requests and the renewals, and catch up at full speed after.
        */
       busy?: () => boolean;
     } = {},
