@@ -23,12 +23,22 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startChild(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], readyPath = '/healthz'): Promise<{ child: ChildProcess; url: string }> {
+export async function startChild(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  nodeArgs: string[] = [],
+  readyPath = '/healthz',
+  /** A command it runs under, `nice -n 5` say (every thread of the process at that CPU priority). */
+  under: string[] = [],
+): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // Compiled JavaScript runs as `npm start` runs it; TypeScript (the baseline) through tsx.
   const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const child = spawn(process.execPath, [...nodeArgs, ...loader, script], {
+  const command = [process.execPath, ...nodeArgs, ...loader, script];
+  // `nice` and `chrt` exec node in their own process: the child's pid is node's.
+  const [file, ...args] = [...under, ...command];
+  const child = spawn(file, args, {
     cwd: root,
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -185,7 +195,36 @@ export function pauseResumeRequests(ids: string[], opts: { paused?: Set<string>;
 }
 
 export type SteadyRequest = { method: 'GET' | 'POST'; url: string; body?: string; done?: (status: number | null) => void };
-export type SteadyResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number; /** Answers by status code. */ statuses: Record<number, number> };
+export type SteadyResult = {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  /** Answers by status code. */
+  statuses: Record<number, number>;
+  /** p50/p99 by method (GET, POST). */
+  byMethod: Record<string, { p50: number; p99: number }>;
+  /** The slowest answers: when each was due (ms after the counted part began), its method, its latency. */
+  slowest: { at: number; method: string; ms: number }[];
+  /** p99 of each 5 seconds of the counted part, in order. */
+  p99Every5s: number[];
+  /** Every counted answer: when it was due (ms after the counted part began), its method, its latency. */
+  samples: { at: number; method: string; ms: number }[];
+};
+
+/** The quantiles of the answers due within [fromMs, toMs) of the counted part (steadyRate's samples). */
+export function latencyWindow(samples: SteadyResult['samples'], fromMs: number, toMs: number): { answers: number; p50: number; p99: number; byMethod: SteadyResult['byMethod'] } {
+  const inside = samples.filter((x) => x.at >= fromMs && x.at < toMs);
+  const quantiles = (xs: number[]) => {
+    xs.sort((a, b) => a - b);
+    const at = (q: number) => (xs.length ? Math.round(xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] * 10) / 10 : NaN);
+    return { p50: at(0.5), p99: at(0.99) };
+  };
+  const byMethod: SteadyResult['byMethod'] = {};
+  for (const method of new Set(inside.map((x) => x.method))) byMethod[method] = quantiles(inside.filter((x) => x.method === method).map((x) => x.ms));
+  return { answers: inside.length, ...quantiles(inside.map((x) => x.ms)), byMethod };
+}
 
 /**
  * Latency at a steady rate: one request every 1000/rate ms, open loop (a request is sent when it is due whether or
@@ -208,6 +247,8 @@ export async function steadyRate(opts: {
 }): Promise<SteadyResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
   const latencies: number[] = [];
+  const samples: { at: number; method: string; ms: number }[] = [];
+  let countedFrom = 0;
   let errors = 0;
   let non2xx = 0;
   const statuses: Record<number, number> = {};
@@ -220,7 +261,9 @@ export async function steadyRate(opts: {
         res.resume();
         res.on('end', () => {
           if (record) {
-            latencies.push(performance.now() - due);
+            const ms = performance.now() - due;
+            latencies.push(ms);
+            samples.push({ at: due - countedFrom, method: r.method, ms });
             if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
             statuses[res.statusCode!] = (statuses[res.statusCode!] ?? 0) + 1;
           }
@@ -255,12 +298,25 @@ export async function steadyRate(opts: {
   await paced(1, false);
   await Promise.all(inFlight.splice(0));
   opts.onStart?.();
+  countedFrom = performance.now();
   const start = await paced(opts.seconds, true);
   await Promise.all(inFlight);
   agent.destroy();
+  const round = (x: number) => Math.round(x * 10) / 10;
+  const quantile = (xs: number[], q: number) => round(xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] * 10) / 10;
-  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: at(0.5), p99: at(0.99), errors, non2xx, statuses };
+  const byMethod: SteadyResult['byMethod'] = {};
+  for (const method of new Set(samples.map((x) => x.method))) {
+    const xs = samples.filter((x) => x.method === method).map((x) => x.ms).sort((a, b) => a - b);
+    byMethod[method] = { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) };
+  }
+  const p99Every5s: number[] = [];
+  for (let from = 0; samples.some((x) => x.at >= from); from += 5000) {
+    const xs = samples.filter((x) => x.at >= from && x.at < from + 5000).map((x) => x.ms).sort((a, b) => a - b);
+    if (xs.length) p99Every5s.push(quantile(xs, 0.99));
+  }
+  const slowest = [...samples].sort((a, b) => b.ms - a.ms).slice(0, 20).map((x) => ({ at: Math.round(x.at), method: x.method, ms: round(x.ms) }));
+  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), errors, non2xx, statuses, byMethod, slowest, p99Every5s, samples };
 }
 
 /**
