@@ -429,7 +429,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       webhooksAllReceivedS: webhooksAllInS,
       eventLoopDelayMs: lag,
       workersApart: WORKERS_APART,
-      workersNice: WORKERS_NICE,
+      workersUnder: WORKERS_UNDER.join(' ') || null,
     },
     api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: apiRun.rps, p50: during.p50, p99: during.p99, byMethod: during.byMethod, non2xx: apiRun.non2xx, errors: apiRun.errors }, whileWebhooksCatchUp: catchUp.answers ? { p50: catchUp.p50, p99: catchUp.p99, byMethod: catchUp.byMethod } : null },
     database: where,
