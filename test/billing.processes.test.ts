@@ -7,6 +7,7 @@ import { uniqueShop } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/db.js';
 import { API } from './support/fixtures.js';
 import { call, needsPostgres, startServer, stopAllServers, type ServerProcess } from './support/processes.js';
+import { startReceiver } from './support/receiver.js';
 
 /**
  * Renewals across real processes on one PostgreSQL schema: two svc instances bill the same shop's due contracts
@@ -15,7 +16,7 @@ import { call, needsPostgres, startServer, stopAllServers, type ServerProcess } 
  * started again. Every cycle is billed exactly once: one attempt and one order per (contract, cycle), none left
  * pending, every contract's next billing date moved on.
  */
-describe.skipIf(needsPostgres('test/billing.processes.test.ts'))('billing on two instances, one killed mid-storm', { timeout: 240_000 }, () => {
+describe.skipIf(needsPostgres('test/billing.processes.test.ts'))('billing on two instances', { timeout: 240_000 }, () => {
   const CONTRACTS = 2000;
   let database: TestDatabase;
   let ctx: ServiceContext;
@@ -116,6 +117,54 @@ describe.skipIf(needsPostgres('test/billing.processes.test.ts'))('billing on two
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ contractId: ids[0], status: 'succeeded', attempt: 1 });
       expect(attempts[0].order.name).toMatch(/^#\d+$/);
+    }
+  });
+  it('renewals at scale as the README deploys them: the API instance (SCHEDULER_ENABLED=false) serves and bills nothing; the workers\' instance bills every due contract and delivers its webhooks', async () => {
+    const N = 300;
+    // A database of its own: no instance of another test works on it.
+    const own = await createTestDatabase();
+    const ownCtx = createServiceContext({ db: own.db, clock: systemClock, freeUntil: null });
+    const ownQuery = <T>(text: string, params: unknown[] = []) => own.db.withSession((run) => run<T>(text, params));
+    const receiver = await startReceiver();
+    try {
+      const shop = await setShopPlan({ ctx: ownCtx, input: { domain: uniqueShop('apart'), plan: 'enterprise' } });
+      const { secret: key } = await generateKey({ ctx: ownCtx, input: { shopId: shop.id, name: 'apart' } });
+      const ids = (await seedContracts({ ctx: ownCtx, input: { shopId: shop.id, count: N } })).map((c) => c.id);
+      const apartEnv = { ...env, WEBHOOKS_ALLOW_PRIVATE: 'true' };
+      const api = await startServer({ databaseUrl: own.url!, env: { ...apartEnv, SCHEDULER_ENABLED: 'false' } });
+      const workers = await startServer({ databaseUrl: own.url!, env: apartEnv });
+      const endpoint = await call(api.url, '/api/v1/webhook-endpoints', { auth: key, body: { url: `${receiver.url}/hook`, events: ['billing.succeeded'] } });
+      expect(endpoint.status).toBe(201);
+
+      await ownQuery(`UPDATE subscription_contracts SET next_billing_date = date_trunc('second', now()) WHERE shop_id = $1`, [shop.id]);
+      // The API answers meanwhile.
+      expect((await call(api.url, `${API}/${ids[0]}`, { auth: key })).status).toBe(200);
+      // The event: every contract billed, nothing pending, and every outcome's webhook received.
+      const billed = async () => {
+        const [r] = await ownQuery<{ billed: string; pending: string }>(
+          `SELECT count(DISTINCT contract_id) FILTER (WHERE status = 'succeeded')::text AS billed, count(*) FILTER (WHERE status = 'pending')::text AS pending
+             FROM billing_attempts WHERE shop_id = $1`,
+          [shop.id],
+        );
+        return { billed: Number(r.billed), pending: Number(r.pending) };
+      };
+      await expect.poll(billed, { timeout: 120_000, interval: 250 }).toEqual({ billed: N, pending: 0 });
+      await receiver.waitFor(N, 120_000);
+      expect(new Set(receiver.received.map((r) => JSON.parse(r.body).data.contract.id))).toEqual(new Set(ids));
+
+      // All of it was the workers' instance's work: the API instance created no attempt and sent no webhook.
+      const counter = async (server: ServerProcess, name: string) => {
+        const text = (await fetch(`${server.url}/metrics`).then((r) => r.text())).split('\n').find((l) => l.startsWith(`${name} `));
+        return Number(text?.split(' ')[1] ?? NaN);
+      };
+      expect(await counter(api, 'svc_billing_attempts_total')).toBe(0);
+      expect(await counter(api, 'svc_webhook_attempts_total')).toBe(0);
+      expect(await counter(workers, 'svc_billing_attempts_total')).toBe(N);
+      expect(await counter(workers, 'svc_webhook_attempts_total')).toBe(N);
+    } finally {
+      await stopAllServers();
+      await receiver.close();
+      await own.drop();
     }
   });
 });
