@@ -3,6 +3,7 @@ import type { AttemptState } from '../src/domain/billing.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { setShopPlan } from '../src/services/shops.js';
 import { BillingWorker } from '../src/workers/billing.js';
+import type { BillingGateway } from '../src/services/billingGateway.js';
 import { PendingAttemptsWorker } from '../src/workers/platform.js';
 import { bearer, uniqueShop } from './support/app.js';
 import { startPlatform, type PlatformHarness } from './support/platform.js';
@@ -231,6 +232,26 @@ describe('bill_now in platform mode', () => {
     expect((await attempts(shop, id)).map((a) => a.status)).toEqual(['succeeded']);
     // The platform keeps dates to the second.
     expect(platformDate(shop, id)!.slice(0, 19)).toBe((await contract(shop, id)).nextBillingDate.slice(0, 19));
+  });
+});
+
+describe('a storm on the platform', () => {
+  it('does not hold the instance\'s webhooks back: the platform\'s cost bucket paces it, not this instance\'s CPU', async () => {
+    const shop = await shopWithDueContracts(3);
+    const gateway = p.t.ctx.billing!.gateway;
+    const seen: boolean[] = [];
+    let worker: BillingWorker | null = null;
+    const createAttempt: BillingGateway['createAttempt'] = (req) => {
+      seen.push(worker!.catchingUp);
+      return gateway.createAttempt(req);
+    };
+    const watched = { ...p.t.ctx, billing: { ...p.t.ctx.billing!, gateway: { outcomeWithinMs: gateway.outcomeWithinMs, createAttempt } } };
+    // Batches of one: every round but the last finds a full batch, as a standalone storm does.
+    worker = new BillingWorker(watched, { intervalMs: 1000, maxLateMs: 3 * DAY, concurrency: 8, batchSize: 1, shopId: shop.shopId });
+    expect(await worker.tick()).toMatchObject({ attempted: 3 });
+    expect(seen).toEqual([false, false, false]);
+    await p.standIn.billing.flush();
+    await p.settle();
   });
 });
 

@@ -64,7 +64,8 @@ export class BillingWorker extends Worker {
   /**
    * True while the current round has found more due than one batch (a storm: a shop's contracts due at one moment),
    * until that round ends. The instance's webhook dispatcher gives way meanwhile (workers/index.ts): renewals have a
-   * deadline, their webhooks follow.
+   * deadline, their webhooks follow. Standalone only: in platform mode a storm is paced by the shop's cost bucket,
+   * not by this instance's CPU, and may last an hour; webhooks do not wait for it.
    */
   catchingUp = false;
 
@@ -89,7 +90,7 @@ export class BillingWorker extends Worker {
       for (;;) {
         const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch, leftDue);
         if (!taken) break;
-        if (taken === batch) this.catchingUp = true;
+        if (taken === batch && !this.ctx.platform.callsOut) this.catchingUp = true;
         const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
         for (const p of planned) {
           if (p?.kind === 'attempted') attempts.push(p);
