@@ -246,7 +246,6 @@ export async function steadyRate(opts: {
   onStart?: () => void;
 }): Promise<SteadyResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
-  const latencies: number[] = [];
   const samples: { at: number; method: string; ms: number }[] = [];
   let countedFrom = 0;
   let errors = 0;
@@ -261,9 +260,7 @@ export async function steadyRate(opts: {
         res.resume();
         res.on('end', () => {
           if (record) {
-            const ms = performance.now() - due;
-            latencies.push(ms);
-            samples.push({ at: due - countedFrom, method: r.method, ms });
+            samples.push({ at: due - countedFrom, method: r.method, ms: performance.now() - due });
             if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
             statuses[res.statusCode!] = (statuses[res.statusCode!] ?? 0) + 1;
           }
@@ -302,21 +299,14 @@ export async function steadyRate(opts: {
   const start = await paced(opts.seconds, true);
   await Promise.all(inFlight);
   agent.destroy();
-  const round = (x: number) => Math.round(x * 10) / 10;
-  const quantile = (xs: number[], q: number) => round(xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
-  latencies.sort((a, b) => a - b);
-  const byMethod: SteadyResult['byMethod'] = {};
-  for (const method of new Set(samples.map((x) => x.method))) {
-    const xs = samples.filter((x) => x.method === method).map((x) => x.ms).sort((a, b) => a - b);
-    byMethod[method] = { p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) };
-  }
+  const all = latencyWindow(samples, 0, Infinity);
   const p99Every5s: number[] = [];
   for (let from = 0; samples.some((x) => x.at >= from); from += 5000) {
-    const xs = samples.filter((x) => x.at >= from && x.at < from + 5000).map((x) => x.ms).sort((a, b) => a - b);
-    if (xs.length) p99Every5s.push(quantile(xs, 0.99));
+    const w = latencyWindow(samples, from, from + 5000);
+    if (w.answers) p99Every5s.push(w.p99);
   }
-  const slowest = [...samples].sort((a, b) => b.ms - a.ms).slice(0, 20).map((x) => ({ at: Math.round(x.at), method: x.method, ms: round(x.ms) }));
-  return { rps: Math.round(latencies.length / ((performance.now() - start) / 1000)), p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), errors, non2xx, statuses, byMethod, slowest, p99Every5s, samples };
+  const slowest = [...samples].sort((a, b) => b.ms - a.ms).slice(0, 20).map((x) => ({ at: Math.round(x.at), method: x.method, ms: Math.round(x.ms * 10) / 10 }));
+  return { rps: Math.round(samples.length / ((performance.now() - start) / 1000)), p50: all.p50, p99: all.p99, errors, non2xx, statuses, byMethod: all.byMethod, slowest, p99Every5s, samples };
 }
 
 /**
