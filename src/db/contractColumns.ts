@@ -9,7 +9,7 @@ import type { WithJsonText } from '../domain/resources.js';
  * `json` columns are written only when the command changed them (a new object: commands never mutate one they
  * read), SQL NULL standing for "as it is": a pause does not send the lines back to the database.
  */
-export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: string; readonly json?: true };
+export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: 'text' | 'int' | 'timestamptz' | 'jsonb'; readonly json?: true };
 
 export const STATE_COLUMNS: readonly StateColumn[] = [
   { column: 'status', key: 'status', type: 'text' },

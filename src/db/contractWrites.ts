@@ -1,5 +1,6 @@
 import type { ContractState } from '../domain/contract.js';
 import type { PlannedEvent } from '../domain/commands/plan.js';
+import { plainArray, textArray, timestampArray } from './arrayLiterals.js';
 import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
@@ -121,43 +122,46 @@ const COMMIT_SMALL = { name: 'svc_write_contracts', text: commitStatement(batchR
 const COMMIT_LARGE = { name: 'svc_write_contracts_large', text: commitStatement((arrays) => `unnest(${arrays.join(', ')})`) };
 const commitFor = (writes: ContractWrite[]) => (writes.length < SMALL_BATCH ? COMMIT_SMALL : COMMIT_LARGE);
 
-/** A state column's value as its array takes it: a json column only when the change made it anew. */
-function columnValues(writes: ContractWrite[]): unknown[][] {
-  return STATE_COLUMNS.map((c) =>
-    c.json
-      ? writes.map((w) => (w.after[c.key] === w.before[c.key] ? null : JSON.stringify(w.after[c.key])))
-      : writes.map((w) => w.after[c.key]),
-  );
+/** A state column's values as its array literal (arrayLiterals.ts): a json column's only when the change made it anew. */
+function columnArrays(writes: ContractWrite[]): string[] {
+  return STATE_COLUMNS.map((c) => {
+    if (c.json) return textArray(writes.map((w) => (w.after[c.key] === w.before[c.key] ? null : JSON.stringify(w.after[c.key]))));
+    const values = writes.map((w) => w.after[c.key]);
+    if (c.type === 'timestamptz') return timestampArray(values as (Date | null)[]);
+    if (c.type === 'int') return plainArray(values as (number | null)[]);
+    return textArray(values as (string | null)[]);
+  });
 }
 
+/** The statement's parameters, every array as its literal (arrayLiterals.ts). */
 function parameters(writes: ContractWrite[]): unknown[] {
-  const col = (f: (w: ContractWrite, i: number) => unknown) => writes.map(f);
+  const col = <T>(f: (w: ContractWrite, i: number) => T) => writes.map(f);
   const events = writes.flatMap((w, i) => w.events.map((e, k) => ({ ord: i + 1, step: k + 1, at: w.now, contract: w.rendered[k], ...e })));
-  const ev = (f: (e: (typeof events)[number]) => unknown) => events.map(f);
+  const ev = <T>(f: (e: (typeof events)[number]) => T) => events.map(f);
   const records = writes.flatMap((w, i) => (w.record ? [{ ord: i + 1, record: w.record, result: w.rendered[w.rendered.length - 1] }] : []));
-  const rec = (f: (r: (typeof records)[number]) => unknown) => records.map(f);
+  const rec = <T>(f: (r: (typeof records)[number]) => T) => records.map(f);
   return [
-    col((_, i) => i + 1),
-    col((w) => w.before.id),
-    col((w) => w.before.version),
-    col((w) => w.events.length),
-    col((w) => (w.events.length ? w.now : w.before.updatedAt)),
-    col((w) => w.mirror?.platformRevision ?? null),
-    col((w) => w.mirror?.platformUpdatedAt ?? null),
-    ...columnValues(writes),
-    ev((e) => e.ord),
-    ev((e) => e.step),
-    ev((e) => e.type),
-    ev((e) => e.at),
-    ev((e) => e.actor.type),
-    ev((e) => e.actor.keyFingerprint ?? null),
-    ev((e) => e.from),
-    ev((e) => e.to),
-    ev((e) => JSON.stringify(e.data)),
+    plainArray(col((_, i) => i + 1)),
+    plainArray(col((w) => w.before.id)),
+    plainArray(col((w) => w.before.version)),
+    plainArray(col((w) => w.events.length)),
+    timestampArray(col((w) => (w.events.length ? w.now : w.before.updatedAt))),
+    plainArray(col((w) => w.mirror?.platformRevision ?? null)),
+    timestampArray(col((w) => w.mirror?.platformUpdatedAt ?? null)),
+    ...columnArrays(writes),
+    plainArray(ev((e) => e.ord)),
+    plainArray(ev((e) => e.step)),
+    textArray(ev((e) => e.type)),
+    timestampArray(ev((e) => e.at)),
+    textArray(ev((e) => e.actor.type)),
+    textArray(ev((e) => e.actor.keyFingerprint ?? null)),
+    textArray(ev((e) => e.from)),
+    textArray(ev((e) => e.to)),
+    textArray(ev((e) => JSON.stringify(e.data))),
     ev((e) => e.contract).join(RECORD_SEPARATOR),
-    rec((r) => r.ord),
-    rec((r) => r.record.keyDigest),
-    rec((r) => r.record.requestId),
+    plainArray(rec((r) => r.ord)),
+    textArray(rec((r) => r.record.keyDigest)),
+    textArray(rec((r) => r.record.requestId)),
     `[${rec((r) => r.result).join(',')}]`,
   ];
 }
