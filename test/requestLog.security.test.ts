@@ -192,6 +192,43 @@ describe('a database outage', () => {
   });
 });
 
+describe('a slow database', () => {
+  it('a backlog that built up while a batch was being written goes in one statement, in order, nothing dropped', async () => {
+    const real = t.database.db;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let statements = 0;
+    // The database as the log's writer sees it: the first batch is answered only when released.
+    const slow: Database = {
+      ...real,
+      withSession: async (fn) => {
+        if (statements++ === 0) await held;
+        return real.withSession(fn);
+      },
+    };
+    const app = await startTestApp({ database: { ...t.database, db: slow }, clock: t.clock, appDeps: { requestLog: { batchSize: 3, catchUpBatchSize: 50 } } });
+    try {
+      const s = await t.shopWithKey();
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const res = await app.inject({ url: `${API}?limit=${i + 1}`, headers: bearer(s.key) });
+        ids.push(String(res.headers['x-request-id']));
+        await vi.waitFor(() => expect(recorded(app)).toBe(i + 1));
+      }
+      // The first three are being written; the other seventeen wait.
+      expect(app.app.requestLog!.buffered).toBe(17);
+      release();
+      await app.app.requestLog!.flush();
+      // Three then seventeen: two statements, not seven of three.
+      expect(statements).toBe(2);
+      expect(app.app.requestLog!.stats).toMatchObject({ recorded: 20, written: 20, dropped: 0, batches: 2 });
+      expect((await logRows(t, s.domain)).map((r) => r.requestId)).toEqual(ids.slice().reverse());
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('the switch', () => {
   it('REQUEST_LOG is on unless set to off', () => {
     expect(loadConfig({}).requestLog).toBe(true);
