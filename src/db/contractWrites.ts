@@ -125,44 +125,42 @@ const commitFor = (writes: ContractWrite[]) => (writes.length < SMALL_BATCH ? CO
 /** A state column's values as its array literal (arrayLiterals.ts): a json column's only when the change made it anew. */
 function columnArrays(writes: ContractWrite[]): string[] {
   return STATE_COLUMNS.map((c) => {
-    if (c.json) return textArray(writes.map((w) => (w.after[c.key] === w.before[c.key] ? null : JSON.stringify(w.after[c.key]))));
-    const values = writes.map((w) => w.after[c.key]);
-    if (c.type === 'timestamptz') return timestampArray(values as (Date | null)[]);
-    if (c.type === 'int') return plainArray(values as (number | null)[]);
-    return textArray(values as (string | null)[]);
+    const k = c.key;
+    if (c.json) return textArray(writes, (w) => (w.after[k] === w.before[k] ? null : JSON.stringify(w.after[k])));
+    if (c.type === 'timestamptz') return timestampArray(writes, (w) => w.after[k] as Date | null);
+    if (c.type === 'int') return plainArray(writes, (w) => w.after[k] as number | null);
+    return textArray(writes, (w) => w.after[k] as string | null);
   });
 }
 
 /** The statement's parameters, every array as its literal (arrayLiterals.ts). */
 function parameters(writes: ContractWrite[]): unknown[] {
-  const col = <T>(f: (w: ContractWrite, i: number) => T) => writes.map(f);
   const events = writes.flatMap((w, i) => w.events.map((e, k) => ({ ord: i + 1, step: k + 1, at: w.now, contract: w.rendered[k], ...e })));
-  const ev = <T>(f: (e: (typeof events)[number]) => T) => events.map(f);
   const records = writes.flatMap((w, i) => (w.record ? [{ ord: i + 1, record: w.record, result: w.rendered[w.rendered.length - 1] }] : []));
-  const rec = <T>(f: (r: (typeof records)[number]) => T) => records.map(f);
   return [
-    plainArray(col((_, i) => i + 1)),
-    plainArray(col((w) => w.before.id)),
-    plainArray(col((w) => w.before.version)),
-    plainArray(col((w) => w.events.length)),
-    timestampArray(col((w) => (w.events.length ? w.now : w.before.updatedAt))),
-    plainArray(col((w) => w.mirror?.platformRevision ?? null)),
-    timestampArray(col((w) => w.mirror?.platformUpdatedAt ?? null)),
+    plainArray(writes, (_, i) => i + 1),
+    plainArray(writes, (w) => w.before.id),
+    plainArray(writes, (w) => w.before.version),
+    plainArray(writes, (w) => w.events.length),
+    timestampArray(writes, (w) => (w.events.length ? w.now : w.before.updatedAt)),
+    plainArray(writes, (w) => w.mirror?.platformRevision ?? null),
+    timestampArray(writes, (w) => w.mirror?.platformUpdatedAt ?? null),
     ...columnArrays(writes),
-    plainArray(ev((e) => e.ord)),
-    plainArray(ev((e) => e.step)),
-    textArray(ev((e) => e.type)),
-    timestampArray(ev((e) => e.at)),
-    textArray(ev((e) => e.actor.type)),
-    textArray(ev((e) => e.actor.keyFingerprint ?? null)),
-    textArray(ev((e) => e.from)),
-    textArray(ev((e) => e.to)),
-    textArray(ev((e) => JSON.stringify(e.data))),
-    ev((e) => e.contract).join(RECORD_SEPARATOR),
-    plainArray(rec((r) => r.ord)),
-    textArray(rec((r) => r.record.keyDigest)),
-    textArray(rec((r) => r.record.requestId)),
-    `[${rec((r) => r.result).join(',')}]`,
+    plainArray(events, (e) => e.ord),
+    plainArray(events, (e) => e.step),
+    textArray(events, (e) => e.type),
+    timestampArray(events, (e) => e.at),
+    textArray(events, (e) => e.actor.type),
+    textArray(events, (e) => e.actor.keyFingerprint ?? null),
+    textArray(events, (e) => e.from),
+    textArray(events, (e) => e.to),
+    textArray(events, (e) => JSON.stringify(e.data)),
+    // One event (an action's, most often): its contract as it is, not a copy made by join.
+    events.length === 1 ? events[0].contract : events.map((e) => e.contract).join(RECORD_SEPARATOR),
+    plainArray(records, (r) => r.ord),
+    textArray(records, (r) => r.record.keyDigest),
+    textArray(records, (r) => r.record.requestId),
+    `[${records.map((r) => r.result).join(',')}]`,
   ];
 }
 
