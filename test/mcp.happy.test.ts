@@ -84,9 +84,12 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
 
   it('get_subscription_contract returns exactly what GET /api/v1 returns', async () => {
     const c = await insertContract(t, shop.shopId);
-    const out = toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } }));
+    const result = await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } });
+    const out = toolOk(result);
     const api = await t.inject({ url: `${API}/${c.id}`, headers: bearer(shop.key) });
     expect(out).toEqual(api.json());
+    // Byte for byte: the tool's text is the API's answer.
+    expect((result.content as { text: string }[])[0].text).toBe(api.body);
     expect(out.contract).toMatchObject({ id: c.id, status: 'ACTIVE', nextBillingDate: '2026-12-01T00:00:00.000Z' });
   });
 

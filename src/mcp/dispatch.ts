@@ -161,7 +161,8 @@ const errorJson = (id: RequestId, error: RpcError) => JSON.stringify({ jsonrpc: 
  */
 function toolCallResponseJson(id: RequestId, result: CallToolResult): string {
   const text = result.content[0]?.type === 'text' ? result.content[0].text : undefined;
-  if (result.isError || !result.structuredContent || result.content.length !== 1 || text === undefined) {
+  // `in`, not a read: a result made from JSON text (toolSuccessJson) parses it only when read.
+  if (result.isError || !('structuredContent' in result) || result.content.length !== 1 || text === undefined) {
     return resultJson(id, JSON.stringify(result));
   }
   return resultJson(id, `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`);

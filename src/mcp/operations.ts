@@ -7,7 +7,7 @@ import { actOnContract } from '../services/actOnContract.js';
 import { editContract } from '../services/editContract.js';
 import type { Caller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
-import { getContract } from '../services/getContract.js';
+import { getContract, getContractJson } from '../services/getContract.js';
 import { listContractEvents } from '../services/listContractEvents.js';
 import { listContracts } from '../services/listContracts.js';
 
@@ -19,6 +19,8 @@ export type Page = { limit?: number; cursor?: string };
  */
 export type ContractOperations = {
   getContract(contractId: string): Promise<Contract>;
+  /** getContract as its JSON text, where it can be had without building the object (the services: the API's GET). */
+  getContractJson?(contractId: string): Promise<string>;
   listContracts(query: Page & { status?: ContractStatus }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
   /** `body` is an action body exactly as the API takes it; the service validates it. */
   actOnContract(contractId: string, body: Record<string, unknown>): Promise<Contract>;
@@ -34,6 +36,7 @@ export type ContractOperations = {
 export function serviceOperations(ctx: ServiceContext, caller: Caller): ContractOperations {
   return {
     getContract: (contractId) => getContract({ ctx, input: { caller, contractId } }),
+    getContractJson: (contractId) => getContractJson({ ctx, input: { caller, contractId } }),
     listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { caller, status, limit, cursor } }),
     actOnContract: (contractId, body) => actOnContract({ ctx, input: { caller, contractId, body } }),
     listContractEvents: (contractId, { limit, cursor }) => listContractEvents({ ctx, input: { caller, contractId, limit, cursor } }),

@@ -61,6 +61,20 @@ export function toolSuccess(data: Record<string, unknown>): CallToolResult {
 }
 
 /**
+ * toolSuccess from the result's JSON text: the structured content is that text parsed, and only if something asks
+ * for it (the /mcp endpoint writes the text in both places and never does).
+ */
+export function toolSuccessJson(text: string): CallToolResult {
+  let data: Record<string, unknown> | undefined;
+  return {
+    content: [{ type: 'text', text }],
+    get structuredContent() {
+      return (data ??= JSON.parse(text) as Record<string, unknown>);
+    },
+  };
+}
+
+/**
  * A refusal as a tool error carrying the API's envelope, so a model can read the code and fix its call. No
  * structuredContent: the SDK's client checks any structuredContent against the tool's outputSchema, errors included.
  */
@@ -79,7 +93,8 @@ export async function callTool(name: string, args: unknown, call: ToolCallContex
     return toolFailure(invalidInput(issuesToDetails(parsed.error.issues), 'Invalid arguments'), call.requestId);
   }
   try {
-    return toolSuccess(await tool.run(call.ops, parsed.data));
+    const json = tool.runJson ? await tool.runJson(call.ops, parsed.data) : null;
+    return json !== null ? toolSuccessJson(json) : toolSuccess(await tool.run(call.ops, parsed.data));
   } catch (err) {
     const failure = call.toServiceError(err);
     call.onRefused?.(failure.code);

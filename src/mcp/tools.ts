@@ -52,6 +52,11 @@ export type ToolDefinition = {
   /** Its first step reads the one contract named by contractId (so that read may confirm the key: services/caller.ts). */
   readsContractFirst: boolean;
   run(ops: ContractOperations, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * The result as JSON text, when the operations can give it so (the /mcp endpoint's, reading the stored JSON as the
+   * API's GET does); null otherwise, and `run` is used.
+   */
+  runJson?(ops: ContractOperations, args: Record<string, unknown>): Promise<string | null>;
 };
 
 // Every tool acts only on the shop's own data in this service's database: openWorldHint is false throughout.
@@ -199,6 +204,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     annotations: read('Get a subscription contract'),
     readsContractFirst: true,
     run: async (ops, args) => ({ contract: await ops.getContract(id(args)) }),
+    runJson: async (ops, args) => (ops.getContractJson ? `{"contract":${await ops.getContractJson(id(args))}}` : null),
   },
   {
     name: 'list_subscription_contracts',
