@@ -362,8 +362,10 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   // load goes on until the receiver has every one, and its latency meanwhile counts too.
   const receivedAtStormEnd = await receiver.received();
   while (WEBHOOKS_ON && !timedOut && (await receiver.received()) < CONTRACTS) {
-    if (performance.now() - stormStart > TIMEOUT_S * 1000) drainTimedOut = true;
-    if (drainTimedOut) break;
+    if (performance.now() - stormStart > TIMEOUT_S * 1000) {
+      drainTimedOut = true;
+      break;
+    }
     await sleep(250);
   }
   drainedAt = performance.now();

@@ -120,7 +120,8 @@ export class RequestLogWriter {
 
   private writeNext(): void {
     if (this.writing || this.buffer.length === 0) return;
-    const batch = this.buffer.splice(0, this.buffer.length > this.batchSize ? this.catchUpBatchSize : this.batchSize);
+    // A batch, or less (the timer's partial batch), or a backlog of up to catchUpBatchSize.
+    const batch = this.buffer.splice(0, this.catchUpBatchSize);
     this.writing = insertRequestLogBatch(this.db, batch).then(
       () => {
         this.stats.batches++;
