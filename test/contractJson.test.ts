@@ -87,6 +87,26 @@ it('a GET answers with exactly the text JSON.stringify writes of the contract, w
   );
 });
 
+it('an action and an edit answer with exactly the text JSON.stringify writes of the contract after them', async () => {
+  await fc.assert(
+    // (Neither is allowed while an attempt awaits its outcome, nor on a cancelled contract.)
+    fc.asyncProperty(contract.filter((c) => c.status !== 'CANCELLED' && c.billingLastAttempt?.status !== 'pending'), async (c) => {
+      const plain = { ...JSON.parse(JSON.stringify(c)), resumeAt: c.resumeAt, billingNextAttemptAt: c.billingNextAttemptAt };
+      const inserted = await insertContract(t, shop.shopId, plain);
+      const url = `${API}/${inserted.id}`;
+      const act = await t.inject({ method: 'POST', url: `${url}/actions`, headers: bearer(shop.key), payload: { action: c.status === 'ACTIVE' ? 'pause' : 'resume' } });
+      expect(act.statusCode).toBe(200);
+      expect(act.body).toBe(JSON.stringify({ contract: toContract(await contractRow(t, inserted.id)) }));
+      // The lines and totals change; the address and discounts stay as they were stored.
+      const lineId = (act.json().contract.lines as { id: string }[])[0].id;
+      const edit = await t.inject({ method: 'POST', url: `${url}/edits`, headers: bearer(shop.key), payload: { operations: [{ op: 'set_quantity', lineId, quantity: 100 }] } });
+      expect(edit.statusCode).toBe(200);
+      expect(edit.body).toBe(JSON.stringify({ contract: toContract(await contractRow(t, inserted.id)), preview: false }));
+    }),
+    { numRuns: 30 },
+  );
+});
+
 it('a contract whose resume is due is resumed before it is answered, in the same text', async () => {
   const inserted = await insertContract(t, shop.shopId, { status: 'PAUSED', pausedAt: t.clock.now(), resumeAt: t.clock.now() });
   const res = await t.inject({ method: 'GET', url: `${API}/${inserted.id}`, headers: bearer(shop.key) });

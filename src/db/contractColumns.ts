@@ -9,7 +9,7 @@ import type { WithJsonText } from '../domain/resources.js';
  * `json` columns are written only when the command changed them (a new object: commands never mutate one they
  * read), SQL NULL standing for "as it is": a pause does not send the lines back to the database.
  */
-export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: 'text' | 'int' | 'timestamptz' | 'jsonb'; readonly json?: true };
+export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: 'text' | 'int' | 'timestamptz' | 'json' | 'jsonb'; readonly json?: true };
 
 export const STATE_COLUMNS: readonly StateColumn[] = [
   { column: 'status', key: 'status', type: 'text' },
@@ -24,11 +24,11 @@ export const STATE_COLUMNS: readonly StateColumn[] = [
   { column: 'resume_at', key: 'resumeAt', type: 'timestamptz' },
   { column: 'cancelled_at', key: 'cancelledAt', type: 'timestamptz' },
   { column: 'cancellation_reason', key: 'cancellationReason', type: 'text' },
-  { column: 'lines', key: 'lines', type: 'jsonb', json: true },
-  { column: 'shipping_address', key: 'shippingAddress', type: 'jsonb', json: true },
-  { column: 'delivery_price', key: 'deliveryPrice', type: 'jsonb', json: true },
-  { column: 'discounts', key: 'discounts', type: 'jsonb', json: true },
-  { column: 'totals', key: 'totals', type: 'jsonb', json: true },
+  { column: 'lines', key: 'lines', type: 'json', json: true },
+  { column: 'shipping_address', key: 'shippingAddress', type: 'json', json: true },
+  { column: 'delivery_price', key: 'deliveryPrice', type: 'json', json: true },
+  { column: 'discounts', key: 'discounts', type: 'json', json: true },
+  { column: 'totals', key: 'totals', type: 'json', json: true },
   { column: 'billing_status', key: 'billingStatus', type: 'text' },
   { column: 'billing_failed_attempts', key: 'billingFailedAttempts', type: 'int' },
   { column: 'billing_next_attempt_at', key: 'billingNextAttemptAt', type: 'timestamptz' },

@@ -30,7 +30,7 @@ export async function insertMirroredContracts(run: RunSql, shopId: string, contr
             x.delivery_interval, x.delivery_interval_count, x.next_billing_date, x.lines, x.shipping_address, x.delivery_price,
             x.discounts, x.totals, x.created_at, $2, 0, x.platform_revision, x.platform_updated_at
        FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::int[],
-                   $11::timestamptz[], $12::jsonb[], $13::jsonb[], $14::jsonb[], $15::jsonb[], $16::jsonb[],
+                   $11::timestamptz[], $12::json[], $13::json[], $14::json[], $15::json[], $16::json[],
                    $17::timestamptz[], $18::numeric[], $19::timestamptz[])
             AS x(id, status, customer_id, customer_email, billing_interval, billing_interval_count, delivery_interval,
                  delivery_interval_count, next_billing_date, lines, shipping_address, delivery_price, discounts, totals,

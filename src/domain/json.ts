@@ -121,25 +121,3 @@ export function replyJson(data: unknown): string {
   }
   return out ? out + '}' : '{}';
 }
-
-/**
- * JSON text without the whitespace between its tokens, as JSON.stringify writes it: PostgreSQL writes jsonb as text
- * with a space after each `:` and `,`. Whitespace inside strings is kept.
- */
-export function compactJson(text: string): string {
-  let out = '';
-  let start = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
-      out += text.slice(start, i);
-      start = i + 1;
-    }
-  }
-  return start === 0 ? text : out + text.slice(start);
-}

@@ -7,7 +7,6 @@ import { DecimalAmount, Money } from './money.js';
 export { Money };
 import { fingerprintOf } from './keys.js';
 import { iso, isoString } from './time.js';
-import { compactJson } from './json.js';
 
 /** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
 const Timestamp = z.string().meta({ format: 'date-time', example: '2026-12-01T00:00:00.000Z' });
@@ -190,7 +189,7 @@ export function toContract(row: ContractMeta & ContractState, state: ContractSta
   };
 }
 
-/** The parts of a contract's state that are JSON (jsonb columns). */
+/** The parts of a contract's state that are JSON (json columns; the last attempt jsonb). */
 export type JsonStateKey = 'lines' | 'shippingAddress' | 'deliveryPrice' | 'discounts' | 'totals' | 'billingLastAttempt';
 const JSON_STATE_KEYS: readonly JsonStateKey[] = ['lines', 'shippingAddress', 'deliveryPrice', 'discounts', 'totals', 'billingLastAttempt'];
 /** A contract (a row, say) whose JSON parts are still JSON text, as the database wrote them (null: SQL NULL). */
@@ -207,8 +206,8 @@ const str = JSON.stringify;
 const isoOrNull = (d: Date | null) => (d === null ? 'null' : `"${isoString(d)}"`);
 
 /**
- * JSON.stringify(toContract(row)), written from a row whose JSON parts are still text: those go in as they are,
- * without the spaces PostgreSQL puts after `:` and `,` (compactJson). Byte for byte the same text as toContract's
+ * JSON.stringify(toContract(row)), written from a row whose JSON parts are still text: those go in as they are (json
+ * columns keep the compact text svc wrote, migration 0021). Byte for byte the same text as toContract's
  * (test/contractJson.test.ts holds the two together); it spares a GET parsing the lines, address, discounts
  * and totals into objects only to write them back out.
  */
@@ -218,9 +217,8 @@ export function contractJsonOf(row: WithJsonText<ContractMeta & ContractState>):
     `{"id":${str(row.id)},"status":${str(row.status)},"customer":{"id":${str(row.customerId)},"email":${str(row.customerEmail)}}` +
     `,"billingPolicy":{"interval":${str(row.billingInterval)},"intervalCount":${row.billingIntervalCount}}` +
     `,"deliveryPolicy":{"interval":${str(row.deliveryInterval)},"intervalCount":${row.deliveryIntervalCount}}` +
-    `,"nextBillingDate":"${isoString(row.nextBillingDate)}","lines":${compactJson(row.lines ?? 'null')}` +
-    `,"shippingAddress":${row.shippingAddress === null ? 'null' : compactJson(row.shippingAddress)}` +
-    `,"discounts":${compactJson(row.discounts ?? 'null')},"totals":${compactJson(row.totals ?? 'null')}` +
+    `,"nextBillingDate":"${isoString(row.nextBillingDate)}","lines":${row.lines ?? 'null'}` +
+    `,"shippingAddress":${row.shippingAddress ?? 'null'},"discounts":${row.discounts ?? 'null'},"totals":${row.totals ?? 'null'}` +
     `,"pausedAt":${isoOrNull(row.pausedAt)},"resumeAt":${isoOrNull(row.resumeAt)},"cancelledAt":${isoOrNull(row.cancelledAt)}` +
     `,"cancellationReason":${row.cancellationReason === null ? 'null' : str(row.cancellationReason)}` +
     `,"billing":{"status":${str(row.billingStatus)},"failedAttempts":${row.billingFailedAttempts},"nextAttemptAt":${isoOrNull(row.billingNextAttemptAt)},"lastAttempt":${lastAttempt}}` +

@@ -17,10 +17,11 @@ export async function insertManyContracts(t: TestApp, shopId: string, count: num
        delivery_interval, delivery_interval_count, next_billing_date, lines, totals, paused_at, cancelled_at, created_at, updated_at)
      SELECT $1::bigint, s.status, (8000000 + i)::text, format('customer%s@%s', lpad(i::text, 5, '0'), $5::text), 'MONTH', 1, 'MONTH', 1,
        $2::timestamptz + i * interval '1 hour',
-       jsonb_build_array(jsonb_build_object('id', gen_random_uuid()::text, 'title', 'Coffee 1kg', 'variantId', '51', 'quantity', 1 + i % 3,
-         'price', jsonb_build_object('amount', '24.00', 'currencyCode', 'EUR'))),
-       jsonb_build_object('subtotal', to_char(24 * (1 + i % 3), 'FM990.00'), 'discounts', '0.00', 'shipping', '0.00',
-         'total', to_char(24 * (1 + i % 3), 'FM990.00'), 'currencyCode', 'EUR'),
+       -- Compact, as svc writes them (JSON.stringify): the columns keep their text as it is given.
+       format('[{"id":"%s","title":"Coffee 1kg","variantId":"51","quantity":%s,"price":{"amount":"24.00","currencyCode":"EUR"}}]',
+         gen_random_uuid(), 1 + i % 3)::json,
+       format('{"subtotal":"%1$s","discounts":"0.00","shipping":"0.00","total":"%1$s","currencyCode":"EUR"}',
+         to_char(24 * (1 + i % 3), 'FM990.00'))::json,
        CASE WHEN s.status = 'PAUSED' THEN $2::timestamptz END, CASE WHEN s.status = 'CANCELLED' THEN $2::timestamptz END,
        $2::timestamptz, $2::timestamptz
      FROM generate_series(1, $3::int) AS i
