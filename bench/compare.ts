@@ -12,7 +12,8 @@
  * then BENCH_ROUNDS rounds (default 8) of BENCH_SECONDS (default 4) at 50 connections on each side, the order of the
  * two flipped every round; svc's CPU per request (/proc, the process alone) for each side and round, and the median
  * of the rounds' ratios (this checkout / the other). BENCH_SHOW_RPS=1 also prints each side's requests per second in
- * each round (a side that answers faster batches less: its CPU per request can rise as its database gets quicker).
+ * each round (a side that answers faster batches less: its CPU per request can rise as its database gets quicker);
+ * BENCH_SHOW_GC=1 each side's garbage collection per request in each round (gcMs below).
  * The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -85,7 +86,23 @@ function requestsOf(side: Side, scenario: Scenario, paused: Set<string>) {
   ];
 }
 
+/**
+ * The side's garbage collection so far, from its /metrics (prom-client's nodejs_gc_duration_seconds, by kind), in ms,
+ * and its request log's dropped entries: BENCH_SHOW_GC=1 prints both per round, to tell a round that lost its time to
+ * the collector (a process can settle into a regime of frequent major collections for its whole life).
+ */
+async function gcMs(side: Side): Promise<Record<string, number>> {
+  const text = await (await fetch(`${side.url}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} ([\d.e+-]+)$/gm)) out[m[1]] = Number(m[2]) * 1000;
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_count\{kind="(\w+)"\} (\d+)$/gm)) out[`${m[1]}Count`] = Number(m[2]);
+  const dropped = /^svc_request_log_dropped_total (\d+)$/m.exec(text);
+  if (dropped) out.logDropped = Number(dropped[1]);
+  return out;
+}
+
 async function round(side: Side, scenario: Scenario, paused: Set<string>, seconds: number): Promise<{ us: number; rps: number; non2xx: number }> {
+  const gcBefore = process.env.BENCH_SHOW_GC ? await gcMs(side) : null;
   const before = cpuMs({ pid: side.pid });
   const r = await autocannon({
     url: side.url,
@@ -97,6 +114,15 @@ async function round(side: Side, scenario: Scenario, paused: Set<string>, second
   const served = r.requests.total || 1;
   const out = { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx };
   if (process.env.BENCH_SHOW_RPS) console.log(`  ${side.name} ${scenario}: ${out.rps} req/s`);
+  if (gcBefore) {
+    const after = await gcMs(side);
+    const d = (k: string) => (after[k] ?? 0) - (gcBefore[k] ?? 0);
+    const perRequest = (k: string) => ((d(k) * 1000) / served).toFixed(1);
+    console.log(
+      `  ${side.name} ${scenario}: GC µs per request minor ${perRequest('minor')}, major ${perRequest('major')}, incremental ${perRequest('incremental')}` +
+        ` (${d('minorCount')} minor, ${d('majorCount')} major collections); request log entries dropped ${d('logDropped')}`,
+    );
+  }
   return out;
 }
 
