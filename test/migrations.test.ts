@@ -1,37 +1,23 @@
-import { randomBytes } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/db/client.js';
+import type { Database } from '../src/db/client.js';
 import { contractTexts } from '../src/db/contractRows.js';
 import { loadMigrations, migrate } from '../src/db/migrate.js';
 import { contractJsonOf, parseJsonParts, toContract } from '../src/domain/resources.js';
+import { createTestDatabase, type TestDatabase } from './support/db.js';
 
 /*
  * Migrations that move data, run over rows written before them (a database migrated up to the one before, filled
  * the way that version wrote, then migrated to the end).
  */
 
+let database: TestDatabase;
 let db: Database;
-let drop: () => Promise<void>;
 
 beforeAll(async () => {
-  const url = process.env.TEST_DATABASE_URL;
-  if (url) {
-    const schema = `svc_test_${randomBytes(6).toString('hex')}`;
-    const admin = await openDatabase({ kind: 'postgres', url });
-    await admin.withSession((run) => run(`CREATE SCHEMA ${schema}`));
-    db = await openDatabase({ kind: 'postgres', url, searchPath: schema });
-    drop = async () => {
-      await db.close();
-      await admin.withSession((run) => run(`DROP SCHEMA ${schema} CASCADE`));
-      await admin.close();
-    };
-  } else {
-    db = await openDatabase({ kind: 'pglite', pglite: await PGlite.create() });
-    drop = () => db.close();
-  }
+  database = await createTestDatabase({ migrated: false });
+  db = database.db;
 });
-afterAll(() => drop());
+afterAll(() => database.drop());
 
 const before = (name: string) => loadMigrations().filter((m) => m.name < name);
 

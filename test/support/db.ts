@@ -21,9 +21,11 @@ export const onPostgres = () => !!process.env.TEST_DATABASE_URL;
 
 /**
  * A fresh, migrated database for one test file: a copy of the PGlite template, or a new schema on the PostgreSQL of
- * TEST_DATABASE_URL (dropped afterwards).
+ * TEST_DATABASE_URL (dropped afterwards). `migrated: false`: an empty one (a new PGlite), for a test that migrates it
+ * itself.
  */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export async function createTestDatabase(opts: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  const migrated = opts.migrated ?? true;
   const url = process.env.TEST_DATABASE_URL;
   if (url) {
     const schema = `svc_test_${randomBytes(6).toString('hex')}`;
@@ -36,7 +38,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       return d;
     };
     const db = await connect();
-    await migrate(db);
+    if (migrated) await migrate(db);
     const u = new URL(url);
     u.searchParams.set('options', `-c search_path=${schema}`);
     return {
@@ -52,8 +54,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  const template = readFileSync(inject('pgliteTemplate'));
-  const pg = await PGlite.create({ loadDataDir: new Blob([template]) });
+  const pg = migrated ? await PGlite.create({ loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) }) : await PGlite.create();
   const db = await openDatabase({ kind: 'pglite', pglite: pg });
   return {
     db,
