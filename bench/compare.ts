@@ -13,11 +13,12 @@
  * two flipped every round; svc's CPU per request (/proc, the process alone) for each side and round, and the median
  * of the rounds' ratios (this checkout / the other). BENCH_SHOW_RPS=1 also prints each side's requests per second in
  * each round (a side that answers faster batches less: its CPU per request can rise as its database gets quicker);
- * BENCH_SHOW_GC=1 each side's garbage collection per request in each round (gcMs below).
+ * BENCH_SHOW_GC=1 each side's garbage collection per request in each round (gcMs below), its user and system CPU and
+ * its read and write system calls per request (procCounters below).
  * The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,8 +102,26 @@ async function gcMs(side: Side): Promise<Record<string, number>> {
   return out;
 }
 
+/**
+ * The process's user and system CPU (ms) and its read and write system calls so far (/proc: stat's utime and stime,
+ * io's syscr and syscw; a writev counts as a write): BENCH_SHOW_GC=1 prints them per request, to tell CPU spent in
+ * svc's own code from CPU spent in the kernel on its sockets.
+ */
+function procCounters(pid: number): { userMs: number; systemMs: number; reads: number; writes: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? 0);
+    return { userMs: Number(f[11]) * 10, systemMs: Number(f[12]) * 10, reads: field('syscr'), writes: field('syscw') };
+  } catch {
+    return { userMs: 0, systemMs: 0, reads: 0, writes: 0 };
+  }
+}
+
 async function round(side: Side, scenario: Scenario, paused: Set<string>, seconds: number): Promise<{ us: number; rps: number; non2xx: number }> {
   const gcBefore = process.env.BENCH_SHOW_GC ? await gcMs(side) : null;
+  const procBefore = procCounters(side.pid);
   const before = cpuMs({ pid: side.pid });
   const r = await autocannon({
     url: side.url,
@@ -113,6 +132,7 @@ async function round(side: Side, scenario: Scenario, paused: Set<string>, second
   });
   const served = r.requests.total || 1;
   const out = { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx };
+  const procAfter = procCounters(side.pid);
   if (process.env.BENCH_SHOW_RPS) console.log(`  ${side.name} ${scenario}: ${out.rps} req/s`);
   if (gcBefore) {
     const after = await gcMs(side);
@@ -122,6 +142,8 @@ async function round(side: Side, scenario: Scenario, paused: Set<string>, second
       `  ${side.name} ${scenario}: GC µs per request minor ${perRequest('minor')}, major ${perRequest('major')}, incremental ${perRequest('incremental')}` +
         ` (${d('minorCount')} minor, ${d('majorCount')} major collections); request log entries dropped ${d('logDropped')}`,
     );
+    const p = (k: keyof typeof procAfter, scale: number) => (((procAfter[k] - procBefore[k]) * scale) / served).toFixed(k.endsWith('Ms') ? 0 : 2);
+    console.log(`  ${side.name} ${scenario}: user ${p('userMs', 1000)} µs, system ${p('systemMs', 1000)} µs, read calls ${p('reads', 1)}, write calls ${p('writes', 1)} per request`);
   }
   return out;
 }
