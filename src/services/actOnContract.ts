@@ -3,9 +3,9 @@ import type { IdempotencyRecord } from '../db/contractWrites.js';
 import { ServiceError } from '../domain/errors.js';
 import { parseContractAction } from '../domain/actions.js';
 import { assertContractId } from '../domain/contractId.js';
-import { toContract, type Contract } from '../domain/resources.js';
+import type { Contract } from '../domain/resources.js';
 import { assertMayChange, type Caller } from './caller.js';
-import { changeContract, type CommittedChange } from './changeContract.js';
+import { changeAnswer, changeContract } from './changeContract.js';
 import type { ServiceCall } from './context.js';
 import { readContract } from './readContract.js';
 import { submitBillingAttempt } from './submitBillingAttempt.js';
@@ -53,9 +53,5 @@ export async function actOnContractRendered({ ctx, input }: ServiceCall<ActionIn
     );
   }
   // The contract its events and its record have (rendered once, by the change path).
-  return rendered(committed!);
-}
-
-function rendered(committed: CommittedChange): { contract: Contract; json?: string } {
-  return committed.contract ? { contract: committed.contract, json: committed.json } : { contract: toContract(committed.row) };
+  return changeAnswer(committed!);
 }

@@ -47,7 +47,9 @@ export async function catalogFor(ctx: ServiceContext, shopId: string, operations
     if (o.op === 'add_line' || o.op === 'swap_variant') variantIds.add(o.variantId);
     if (o.op === 'apply_discount_code') codes.add(o.code.trim());
   }
-  const [variants, discounts] = await ctx.db.withSession((run) => Promise.all([variantsOf(run, shopId, [...variantIds]), discountCodesOf(run, shopId, [...codes])]));
+  // Nothing to look up (a quantity, the frequency, the address): no connection is taken from the pool.
+  const [variants, discounts] =
+    variantIds.size || codes.size ? await ctx.db.withSession((run) => Promise.all([variantsOf(run, shopId, [...variantIds]), discountCodesOf(run, shopId, [...codes])])) : [[], []];
   const byId = new Map(variants.map((v) => [v.id, v]));
   const byCode = new Map(discounts.map((d) => [d.code.toLowerCase(), d]));
   return {

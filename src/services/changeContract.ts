@@ -49,6 +49,14 @@ export type ContractChange = {
 /** `contract` and `json`: the contract after the last event, and the JSON its event and record hold (changed only). */
 export type CommittedChange = { row: ContractRow; changed: boolean; contract?: Contract; json?: string };
 
+/**
+ * What a change answers a client: the contract after it and, when it had an event, `json`, the text that event holds
+ * of it, which an API route sends as it is rather than writing the contract out a second time.
+ */
+export function changeAnswer(committed: CommittedChange): { contract: Contract; json?: string } {
+  return committed.contract ? { contract: committed.contract, json: committed.json } : { contract: toContract(committed.row) };
+}
+
 /** How long a lease holds a contract: longer than any change takes on the platform, so it lapses only when its holder died. */
 export const CALL_LEASE_MS = 60_000;
 /** A change that finds the contract leased looks again this often, for at most this long. */

@@ -5,10 +5,10 @@ import { checkCommand } from '../domain/commands/plan.js';
 import type { Command } from '../domain/commands/registry.js';
 import { assertContractId } from '../domain/contractId.js';
 import { parseInput } from '../domain/errors.js';
-import { toContract, type Contract } from '../domain/resources.js';
+import type { Contract } from '../domain/resources.js';
 import { assertMayChange, type Caller } from './caller.js';
 import { catalogFor } from './catalog.js';
-import { changeContract } from './changeContract.js';
+import { changeAnswer, changeContract } from './changeContract.js';
 import type { ServiceCall } from './context.js';
 import { readContract } from './readContract.js';
 
@@ -19,10 +19,15 @@ import { readContract } from './readContract.js';
  * contract.updated event and (with `record`) the Idempotency-Key's result in the same commit. With `preview` the
  * contract is answered exactly as it would be and nothing changes anywhere.
  */
-export async function editContract({
-  ctx,
-  input,
-}: ServiceCall<{ caller: Caller; contractId: string; body: unknown; record?: IdempotencyRecord }>): Promise<{ contract: Contract; preview: boolean }> {
+export async function editContract(call: ServiceCall<EditInput>): Promise<{ contract: Contract; preview: boolean }> {
+  const { contract, preview } = await editContractRendered(call);
+  return { contract, preview };
+}
+
+type EditInput = { caller: Caller; contractId: string; body: unknown; record?: IdempotencyRecord };
+
+/** editContract, with the contract also as the JSON its event holds (`json`), for the API to answer with as it is. */
+export async function editContractRendered({ ctx, input }: ServiceCall<EditInput>): Promise<{ contract: Contract; preview: boolean; json?: string }> {
   const { caller, contractId } = input;
   assertContractId(contractId);
   assertMayChange(caller);
@@ -43,5 +48,5 @@ export async function editContract({
     record: preview ? undefined : input.record,
     preview,
   });
-  return { contract: done!.contract ?? toContract(done!.row), preview };
+  return { ...changeAnswer(done!), preview };
 }

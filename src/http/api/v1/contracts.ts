@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { actOnContractRendered } from '../../../services/actOnContract.js';
-import { editContract } from '../../../services/editContract.js';
+import { editContractRendered } from '../../../services/editContract.js';
 import type { Caller } from '../../../services/caller.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { getContractJson } from '../../../services/getContract.js';
@@ -139,10 +139,11 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     preValidation: requireJsonBody,
     config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderEdit } },
     handler: async (req) => {
-      const done = await editContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      const done = await editContractRendered({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
       // A preview changes nothing, so nothing recorded its result: the response itself is kept for the key.
       req.resultRecorded = !done.preview && !!req.idempotency;
-      return done;
+      // The contract as its event holds it in JSON (a preview's too), sent as that text.
+      return { contract: done.json !== undefined ? asWritten(done.json) : done.contract, preview: done.preview };
     },
   });
 }
