@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContractRow } from '../src/db/schema.js';
 import { mirrorOf } from './support/mirror.js';
 import { changeContract, type ContractChange } from '../src/services/changeContract.js';
+import { lockContract, writeContractsIn } from '../src/db/contractWrites.js';
 import { syncContracts } from '../src/services/platformSync.js';
 import { addInterval } from '../src/domain/time.js';
 import { onPostgres } from './support/db.js';
@@ -144,5 +145,28 @@ describe('the contract change path', () => {
     expect((await change)!.changed).toBe(true);
     expect(await eventRows(t, row.id)).toHaveLength(1);
     await other.close();
+  });
+
+  it('writes the JSON parts a change made anew, JSON null included, and leaves the others as stored', async () => {
+    const { row } = await seeded();
+    const textOf = async (column: string) => ((await sql(t, `SELECT ${column}::text AS v FROM subscription_contracts WHERE id = $1`, [row.id])) as { v: string | null }[])[0].v;
+    const linesBefore = await textOf('lines');
+    const write = async (before: ContractRow, after: Partial<ContractRow>) =>
+      t.ctx.db.transaction(async (run) => {
+        const locked = (await lockContract(run, before.shopId, before.id))!;
+        const written = await writeContractsIn(run, [{ before: locked, after: { ...locked, ...after }, events: [], rendered: [], now: new Date() }]);
+        expect(written).toEqual([true]);
+      });
+    expect(row.shippingAddress).not.toBeNull();
+    await write(row, { shippingAddress: null, deliveryPrice: { amount: '4.90', currencyCode: 'EUR' } });
+    let stored = await contractRow(t, row.id);
+    expect([stored.shippingAddress, stored.deliveryPrice, stored.lines]).toEqual([null, { amount: '4.90', currencyCode: 'EUR' }, row.lines]);
+    await write(stored, { deliveryPrice: null, discounts: [{ id: 'd1', title: 'Ten "off"', code: 'TEN\\', value: { type: 'percentage', percentage: 10 } }] });
+    stored = await contractRow(t, row.id);
+    expect(stored.deliveryPrice).toBeNull();
+    expect(stored.discounts).toEqual([{ id: 'd1', title: 'Ten "off"', code: 'TEN\\', value: { type: 'percentage', percentage: 10 } }]);
+    // Untouched parts keep the very text they were stored as.
+    expect(await textOf('lines')).toBe(linesBefore);
+    expect(await textOf('discounts')).toBe(JSON.stringify(stored.discounts));
   });
 });
