@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { cpuMs, median, pauseResumeRequests, peakRssMb } from './support.js';
+import { cpuMs, cpuTimesMs, median, pauseResumeRequests, peakRssMb } from './support.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -109,11 +109,10 @@ async function gcMs(side: Side): Promise<Record<string, number>> {
  */
 function procCounters(pid: number): { userMs: number; systemMs: number; reads: number; writes: number } {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpu = cpuTimesMs(pid);
     const io = readFileSync(`/proc/${pid}/io`, 'utf8');
     const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? 0);
-    return { userMs: Number(f[11]) * 10, systemMs: Number(f[12]) * 10, reads: field('syscr'), writes: field('syscw') };
+    return { userMs: cpu.user, systemMs: cpu.system, reads: field('syscr'), writes: field('syscw') };
   } catch {
     return { userMs: 0, systemMs: 0, reads: 0, writes: 0 };
   }

@@ -87,13 +87,10 @@ export function peakRssMb(pid: number): number {
  * postmaster's), so the total only grows.
  */
 export function cpuMs(which: { pid: number } | { name: string }): number {
-  // /proc/<pid>/stat after the command: utime, stime, cutime and cstime are fields 14–17 (clock ticks, 100 a second).
   const read = (pid: string, children: boolean) => {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0);
-      return (ticks * 1000) / 100;
+      const t = cpuTimesMs(pid);
+      return t.user + t.system + (children ? t.childrenUser + t.childrenSystem : 0);
     } catch {
       return 0;
     }
@@ -109,6 +106,18 @@ export function cpuMs(which: { pid: number } | { name: string }): number {
     }
   }
   return total;
+}
+
+/**
+ * One process's CPU times so far, in ms: its own user and system time, and those of its exited children. From
+ * /proc/<pid>/stat, whose fields after the command are utime, stime, cutime and cstime at 14–17 (clock ticks, 100 a
+ * second). Throws if the process is gone.
+ */
+export function cpuTimesMs(pid: number | string): { user: number; system: number; childrenUser: number; childrenSystem: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ms = (i: number) => (Number(f[i]) * 1000) / 100;
+  return { user: ms(11), system: ms(12), childrenUser: ms(13), childrenSystem: ms(14) };
 }
 
 /**

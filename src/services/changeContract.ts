@@ -43,10 +43,9 @@ export type ContractChange = {
 
 /**
  * The contract after the change and whether anything was written. `contract`: the contract as a client sees it
- * after the change's last event, exactly as the events' consumers and the idempotency record got it (none when the
- * change had no event).
+ * after the change's last event, and `json`, its text exactly as the events' consumers and the idempotency record got
+ * it (both only when the change had an event).
  */
-/** `contract` and `json`: the contract after the last event, and the JSON its event and record hold (changed only). */
 export type CommittedChange = { row: ContractRow; changed: boolean; contract?: Contract; json?: string };
 
 /**
