@@ -32,6 +32,7 @@
  * load goes on until the receiver has every webhook of the storm; its latency is reported during the storm and
  * while the webhooks catch up, and the JSON has when the last webhook arrived.
  */
+import { adminPrincipal } from '../src/services/principal.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
@@ -219,7 +220,7 @@ async function stormScenario(): Promise<Record<string, unknown>> {
   const ctx: ServiceContext = createServiceContext({ db, clock: systemClock, freeUntil: null, webhookAddresses: { allowPrivate: true, resolve: systemResolve } });
   const shop = await setShopPlan({ ctx, input: { domain: 'billing-bench.myshopify.com', plan: 'enterprise' } });
   const { secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'bench' } });
-  if (WEBHOOKS_ON) await createWebhookEndpoint({ ctx, input: { caller: { shopId: shop.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: receiver.url, events: BILLING_OUTCOMES } } });
+  if (WEBHOOKS_ON) await createWebhookEndpoint({ ctx, input: { principal: adminPrincipal(shop.id), body: { url: receiver.url, events: BILLING_OUTCOMES } } });
   // The templates and the actions' contracts are due a day or more from now: only the storm's contracts come due.
   const templates = await seedContracts({ ctx, input: { shopId: shop.id, count: TEMPLATES } });
   const actionIds = (await seedContracts({ ctx, input: { shopId: shop.id, count: ACTION_CONTRACTS } })).map((c) => c.id);

@@ -60,12 +60,13 @@ async function svcModules() {
     ...(await load<typeof import('../src/services/generateKey.js')>('services/generateKey')),
     ...(await load<typeof import('../src/services/seedContracts.js')>('services/seedContracts')),
     ...(await load<typeof import('../src/services/shops.js')>('services/shops')),
+    ...(await load<typeof import('../src/services/principal.js')>('services/principal')),
   };
 }
 
 /** The child: the real app plus a naive /mcp-naive route, a shop with a key and some contracts. */
 async function serve(): Promise<void> {
-  const { buildApp, openDatabase, migrate, toServiceError, createLogger, serviceOperations, INSTRUCTIONS, SERVER_INFO, callTool, TOOLS, authenticateApiKey, createServiceContext, systemClock, generateKey, seedContracts, setShopPlan } =
+  const { buildApp, openDatabase, migrate, toServiceError, createLogger, serviceOperations, INSTRUCTIONS, SERVER_INFO, callTool, TOOLS, authenticateApiKey, createServiceContext, systemClock, generateKey, seedContracts, setShopPlan, resolvedCaller } =
     await svcModules();
   const url = process.env.DATABASE_URL;
   let schema: string | undefined;
@@ -88,7 +89,7 @@ async function serve(): Promise<void> {
         // As a naive server does: the key looked up on every request.
         const key = await authenticateApiKey({ ctx, input: { authorization: req.headers.authorization } });
         const call = {
-          ops: serviceOperations(ctx, { shopId: key.shopId, actor: { type: 'mcp' as const, keyFingerprint: key.fingerprint }, access: key.access }),
+          ops: serviceOperations(ctx, resolvedCaller({ kind: 'shop', shopId: key.shopId, actor: { type: 'mcp', keyFingerprint: key.fingerprint }, permissions: key.permissions, who: 'This API key' })),
           requestId: String(req.id),
           toServiceError: (err: unknown) => toServiceError(err, req),
         };

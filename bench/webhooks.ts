@@ -14,6 +14,7 @@
  *   backlog of BENCH_BACKLOG is written, then an instance starts; from its start to the last delivery received.
  * The last line printed is one JSON object.
  */
+import { adminPrincipal } from '../src/services/principal.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
@@ -69,7 +70,7 @@ async function main() {
   const shop = async (domain: string, endpoint: boolean) => {
     const s = await setShopPlan({ ctx, input: { domain, plan: 'enterprise' } });
     const { secret } = await generateKey({ ctx, input: { shopId: s.id, name: 'bench' } });
-    if (endpoint) await createWebhookEndpoint({ ctx, input: { caller: { shopId: s.id, actor: { type: 'admin' }, access: 'read_write' }, body: { url: `${receiver.url}/hook` } } });
+    if (endpoint) await createWebhookEndpoint({ ctx, input: { principal: adminPrincipal(s.id), body: { url: `${receiver.url}/hook` } } });
     const ids = (await seedContracts({ ctx, input: { shopId: s.id, count: CONTRACTS } })).map((c) => c.id);
     // paused: the contracts paused now, kept by every run that acts on the shop.
     return { shopId: s.id, auth: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, ids, paused: new Set<string>() };

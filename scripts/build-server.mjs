@@ -1,6 +1,7 @@
 // Compiles src/ (TypeScript) into dist/ as plain ES modules, one file per source file, and copies the SQL
-// migrations beside them: `npm start` runs that with plain node. (A TypeScript loader at run time would cost ~35 MB
-// of memory and a second V8 isolate for its loader thread; the tests and the CLI still run the sources through tsx.)
+// migrations and database functions beside them: `npm start` runs that with plain node. (A TypeScript loader at run
+// time would cost memory and a second V8 isolate for its loader thread; the tests and the CLI still run the sources
+// through tsx.)
 //
 // `npm run build` always compiles. `npm start` (scripts/start.mjs) compiles only when dist/ is not what src/ would
 // give: it keeps a stamp of every source file's path, size and modification time, and of this script, and compares.
@@ -62,6 +63,7 @@ export async function buildServer() {
     await stop();
   }
   cpSync(path.join(src, 'db', 'migrations'), path.join(out, 'db', 'migrations'), { recursive: true });
+  cpSync(path.join(src, 'db', 'functions'), path.join(out, 'db', 'functions'), { recursive: true });
   writeFileSync(stampFile, stamp);
 }
 

@@ -137,7 +137,7 @@ describe('admin API: the secret is sent once and stored nowhere', () => {
     for (const piece of keyFragments(secret)) expect(stored).not.toContain(piece);
     expect(rows[0].digest).toMatch(/^[0-9a-f]{64}$/);
     expect(rows[0].digest).toBe((await import('../src/domain/keys.js')).keyDigest(secret));
-    expect(Object.keys(rows[0]).sort()).toEqual(['access', 'created_at', 'digest', 'id', 'last_used_at', 'leaked_at', 'leaked_url', 'name', 'revoked_at', 'revoked_reason', 'shop_id']);
+    expect(Object.keys(rows[0]).sort()).toEqual(['access', 'created_at', 'digest', 'id', 'last_used_at', 'leaked_at', 'leaked_url', 'name', 'permissions', 'revoked_at', 'revoked_reason', 'shop_id']);
 
     // Looked up through a unique index on the digest, never compared in code.
     const indexes = await sql<{ indexdef: string }>(t, `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'api_keys'`);

@@ -1,3 +1,4 @@
+import { adminPrincipal } from '../src/services/principal.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.js';
@@ -124,7 +125,7 @@ describe('renewals under any interleaving', () => {
           };
           const ctxs = [ctxOf(t.ctx.db), ctxOf(pool)];
           const workers = ctxs.map((ctx) => new BillingWorker(ctx, { intervalMs: 1000, maxLateMs: MAX_LATE, concurrency: 3, batchSize: 2, shopId: shop.shopId, log }));
-          await setBillingPolicy({ ctx: ctxs[0], input: { caller: { shopId: shop.shopId, actor: { type: 'admin' }, access: 'read_write' }, body: pol } });
+          await setBillingPolicy({ ctx: ctxs[0], input: { principal: adminPrincipal(shop.shopId), body: pol } });
           const ids: string[] = [];
           const intervals = ['DAY', 'WEEK', 'MONTH'] as const;
           for (let i = 0; i < CONTRACTS; i++) {

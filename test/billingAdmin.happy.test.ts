@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BillingOutcome } from '../src/domain/billing.js';
 import { changeContract } from '../src/services/changeContract.js';
-import { BILLING_ACTOR, recordBillingOutcome } from '../src/services/recordBillingOutcome.js';
+import { recordBillingOutcome } from '../src/services/recordBillingOutcome.js';
+import { SYSTEM } from '../src/services/principal.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { adminAuth, contractRow, expectError, insertContract, sql } from './support/fixtures.js';
 
@@ -38,7 +39,7 @@ async function bill(shopId: string, contractId: string, outcome: BillingOutcome 
     shopId,
     contractId,
     read: await contractRow(t, contractId),
-    request: { command: { name: 'bill', input: { attemptId, maxLateMs: 3 * DAY } }, actor: BILLING_ACTOR },
+    request: { command: { name: 'bill', input: { attemptId, maxLateMs: 3 * DAY } }, actor: SYSTEM.billing.actor },
   });
   expect(committed?.changed, 'the contract was due').toBe(true);
   if (outcome) await recordBillingOutcome(t.ctx, { shopId, attemptId, outcome });

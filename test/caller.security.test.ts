@@ -1,23 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listContracts } from '../src/services/listContracts.js';
 import { revokeKey } from '../src/services/revokeKey.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, expectError, insertContract, secondInstance, sql } from './support/fixtures.js';
 
 /**
- * The lazily confirmed caller fails closed by construction (services/caller.ts): on a route whose key a contract read
- * is meant to confirm, a service that reaches for the shop's data first, or a route that never reads at all, cannot
- * answer with anything but 401, whether the key is good or revoked.
+ * A caller is resolved to its principal before anything of its shop leaves (services/principal.ts): on a route whose
+ * first read is meant to resolve it, a handler that never reads cannot answer with anything but 401, whether the key
+ * is good or revoked; and a route of the API with no policy in domain/operations.ts does not start.
  */
 
 let t: TestApp;
 beforeAll(async () => {
   t = await startTestApp({
     extraRoutes: (app) => {
-      // A route flagged to confirm the key in its contract read whose handler never reads: it must not answer.
-      app.get('/api/v1/test/unread', { config: { apiKey: { confirmedByRead: true } } }, async () => ({ secret: 'shop data' }));
-      // A route flagged so whose service reads the shop's contracts without the confirming read first.
-      app.get('/api/v1/test/list-first', { config: { apiKey: { confirmedByRead: true } } }, async (req) => listContracts({ ctx: t.ctx, input: { caller: req.caller! } }));
+      // A route of an operation whose first read resolves the caller, whose handler never reads: it must not answer.
+      app.get('/api/v1/test/unread', { schema: { operationId: 'getSubscriptionContract', hide: true } }, async () => ({ secret: 'shop data' }));
     },
   });
 });
@@ -31,23 +28,24 @@ async function cachedKey(app: TestApp = t) {
   return { ...shop, contractId: c.id };
 }
 
-describe('a route that skips the confirming read', () => {
+describe('a route that skips the resolving read', () => {
   it('never reads: 401 for a good key and for a revoked one, and nothing of the shop leaves', async () => {
-    const { key } = await cachedKey();
-    const res = await t.inject({ url: '/api/v1/test/unread', headers: bearer(key) });
+    const shop = await cachedKey();
+    const res = await t.inject({ url: '/api/v1/test/unread', headers: bearer(shop.key) });
     expect(expectError(res, 401, 'unauthorized').message).toBe('The API key could not be confirmed for this request.');
     expect(res.body).not.toContain('shop data');
     expect(res.headers['www-authenticate']).toBe('Bearer');
-  });
-
-  it('reads the shop\'s data before confirming: 401 for a revoked key (and for a good one), never the contracts', async () => {
-    const shop = await cachedKey();
-    expectError(await t.inject({ url: '/api/v1/test/list-first', headers: bearer(shop.key) }), 401, 'unauthorized');
     const [row] = await sql<{ id: string }>(t, 'SELECT id::text FROM api_keys WHERE shop_id = $1', [shop.shopId]);
     await revokeKey({ ctx: t.ctx, input: { shopId: shop.shopId, keyId: row.id } });
-    const res = await t.inject({ url: '/api/v1/test/list-first', headers: bearer(shop.key) });
-    expectError(res, 401, 'unauthorized');
-    expect(res.body).not.toContain(shop.contractId);
+    const revoked = await t.inject({ url: '/api/v1/test/unread', headers: bearer(shop.key) });
+    expectError(revoked, 401, 'unauthorized');
+    expect(revoked.body).not.toContain('shop data');
+  });
+
+  it('a route of the API with no policy for its operation refuses to start', async () => {
+    await expect(
+      startTestApp({ database: t.database, extraRoutes: (app) => app.get('/api/v1/test/unlisted', { schema: { operationId: 'nothingKnown', hide: true } }, async () => ({})) }),
+    ).rejects.toThrow(/no policy for operation "nothingKnown"/);
   });
 });
 

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { IdempotencyCleanup } from '../src/workers/idempotencyCleanup.js';
-import { actOnContract } from '../src/services/actOnContract.js';
+import { requestAction } from '../src/services/contractRequests.js';
+import { PRESETS } from '../src/domain/permissions.js';
+import { resolvedCaller } from '../src/services/principal.js';
 import { claimIdempotencyKey, idempotencyKeyDigest, requestFingerprint } from '../src/services/idempotency.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, adminAuth, contractRow, eventRows, expectError, secondInstance, sql } from './support/fixtures.js';
@@ -18,8 +20,9 @@ const flaky = { failures: 0, gate: null as Promise<void> | null, runs: 0 };
 beforeAll(async () => {
   t = await startTestApp({
     extraRoutes: (app) =>
-      // Under /api/v1/, so the app's key gate authenticates it like every API route.
-      app.post('/api/v1/test-flaky', async () => {
+      // Under /api/v1/, so the app's key gate authenticates it like every API route (an operation that needs no
+      // permission, as the calling key's own GET /key).
+      app.post('/api/v1/test-flaky', { schema: { operationId: 'getCurrentKey', hide: true } }, async () => {
         flaky.runs++;
         if (flaky.gate) await flaky.gate;
         if (flaky.failures > 0) {
@@ -254,6 +257,10 @@ describe('5xx, running requests and crashes', () => {
   });
 });
 
+/** A shop's key as the route has resolved it. */
+const keyCaller = (shopId: string) =>
+  resolvedCaller({ kind: 'shop', shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, permissions: PRESETS.read_write, who: 'This API key' });
+
 describe('the response is kept in the commit of the action', () => {
   it('a process that died right after the commit leaves a replay, not a second execution', async () => {
     const { key, contractId, shopId } = await contractWithKey();
@@ -267,10 +274,7 @@ describe('the response is kept in the commit of the action', () => {
     });
     expect(claimed.kind).toBe('claimed');
     if (claimed.kind !== 'claimed') return;
-    const contract = await actOnContract({
-      ctx: t.ctx,
-      input: { caller: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, access: 'read_write' }, contractId, body: { action: 'skip' }, record: claimed.record },
-    });
+    const { contract } = await requestAction(t.ctx, keyCaller(shopId), contractId, { action: 'skip' }, { record: claimed.record });
 
     // Long past the lock timeout, the client's retry is answered with what the dead request did.
     t.clock.advance(5 * 60_000);
@@ -294,10 +298,7 @@ describe('the response is kept in the commit of the action', () => {
         input: { shopId, key: idem, requestId, requestHash: requestFingerprint({ method: 'POST', path: url, body: { action: 'skip' } }) },
       });
       if (claimed.kind !== 'claimed') throw new Error('not claimed');
-      const contract = await actOnContract({
-        ctx: t.ctx,
-        input: { caller: { shopId, actor: { type: 'api_key', keyFingerprint: 'f' }, access: 'read_write' }, contractId, body: { action: 'skip' }, record: claimed.record },
-      });
+      const { contract } = await requestAction(t.ctx, keyCaller(shopId), contractId, { action: 'skip' }, { record: claimed.record });
       return { idem, contract };
     });
     const done = await Promise.all(runs);

@@ -1,6 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { serviceOperations } from '../src/mcp/operations.js';
+import { PRESETS } from '../src/domain/permissions.js';
+import { resolvedCaller } from '../src/services/principal.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, eventRows, insertContract } from './support/fixtures.js';
@@ -199,7 +201,7 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
   it('answers every message exactly as the SDK\'s own Server with the same tools answers it', async () => {
     const [c] = await t.seed(shop.shopId, 1);
     // The same services for the same caller, served by the SDK's Server instead of our dispatch.
-    const caller = { shopId: shop.shopId, actor: { type: 'mcp' as const, keyFingerprint: shop.fingerprint }, access: 'read_write' as const };
+    const caller = resolvedCaller({ kind: 'shop', shopId: shop.shopId, actor: { type: 'mcp', keyFingerprint: shop.fingerprint }, permissions: PRESETS.read_write, who: 'This API key' });
     const reference = await referenceServer({ ops: serviceOperations(t.ctx, caller) });
     const initialize = (protocolVersion: string) => ({ method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: 't', version: '1' } } });
     const call = (name: string, args: object, _meta?: object) => ({ method: 'tools/call', params: { name, arguments: args, ...(_meta && { _meta }) } });

@@ -1,3 +1,4 @@
+import { adminPrincipal } from '../src/services/principal.js';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceContext, systemClock, type ServiceContext } from '../src/services/context.js';
@@ -175,8 +176,7 @@ describe.skipIf(needsPostgres('test/webhooks.faults.test.ts'))('server processes
   async function shopWithEndpoint(path: string, contracts: number) {
     const shop = await setShopPlan({ ctx, input: { domain: uniqueShop('hooks'), plan: 'enterprise' } });
     const { secret: key } = await generateKey({ ctx, input: { shopId: shop.id, name: 'faults' } });
-    const caller = { shopId: shop.id, actor: { type: 'admin' as const }, access: 'read_write' as const };
-    const { endpoint, secret } = await createWebhookEndpoint({ ctx, input: { caller, body: { url: `${receiver.url}${path}` } } });
+    const { endpoint, secret } = await createWebhookEndpoint({ ctx, input: { principal: adminPrincipal(shop.id), body: { url: `${receiver.url}${path}` } } });
     const ids = (await seedContracts({ ctx, input: { shopId: shop.id, count: contracts } })).map((c) => c.id);
     return { shopId: shop.id, key, endpoint, secret, ids, got: () => receiver.received.filter((r) => r.path === path) };
   }

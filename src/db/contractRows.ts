@@ -13,8 +13,11 @@ import type { ContractRow } from './schema.js';
 
 export { CONTRACT_COLUMNS };
 
-/** The state that decides whether a key may be used now: read by the request, never cached. */
-export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean };
+/**
+ * The state that decides whether a key may be used now and for what: read by the request, never cached. `access` and
+ * `permissions` as stored (services/authenticateApiKey.ts permissionsOfState reads them).
+ */
+export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean; access: string; permissions: unknown };
 /** A key's state and the contract it asked for (null: none of the key's shop has that id). */
 export type ContractWithKeyState<Row = ContractRow> = KeyState & { contract: Row | null };
 
@@ -23,7 +26,8 @@ export type ContractWithKeyState<Row = ContractRow> = KeyState & { contract: Row
 // without statistics) and counts only if it belongs to the key's own shop (checked below), so a key can never read
 // another shop's contract.
 const contractsWithKeyStates = (columns: string) => `
-  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.shop_id::text AS "keyShopId", ${columns}
+  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.access, k.permissions,
+         k.shop_id::text AS "keyShopId", ${columns}
     FROM ${batchRows(['$1::uuid[]', '$2::bigint[]'])} WITH ORDINALITY AS q(key_id, contract_id, ord)
     JOIN api_keys k ON k.id = q.key_id
     JOIN shops s ON s.id = k.shop_id
@@ -51,7 +55,14 @@ export function byOrd<T>(rows: (T & { ord: number })[], n: number): (T | undefin
  */
 function withKeyState<Row>(row: Record<string, unknown>): ContractWithKeyState<Row> {
   const mine = row.id !== null && row.shopId === row.keyShopId;
-  return { revokedAt: row.revokedAt as Date | null, plan: row.plan as string, uninstalled: row.uninstalled as boolean, contract: mine ? (row as unknown as Row) : null };
+  return {
+    revokedAt: row.revokedAt as Date | null,
+    plan: row.plan as string,
+    uninstalled: row.uninstalled as boolean,
+    access: row.access as string,
+    permissions: row.permissions,
+    contract: mine ? (row as unknown as Row) : null,
+  };
 }
 
 /** The two reads of one kind of row: of a shop, and with a key's state. */

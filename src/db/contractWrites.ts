@@ -36,7 +36,12 @@ export type ContractWrite = {
   now: Date;
   mirror?: MirrorMark;
   record?: IdempotencyRecord;
+  /** A bulk job's item this change carries out: marked succeeded (with its event and totals) by the same statement. */
+  bulkItem?: BulkItemDone;
 };
+
+/** A bulk job's item done by a change: which job, and the contract's next order total before and after. */
+export type BulkItemDone = { jobId: string; currencyCode: string; before: string; after: string };
 
 /**
  * A list of JSON documents (the contract after each event, a request's recorded result) comes as ONE text parameter:
@@ -58,9 +63,26 @@ const RECORD_SEPARATOR = '\x1e';
 const S = STATE_COLUMNS.length;
 const state = (i: number) => 8 + i;
 const EV = 8 + S;
-const REC = EV + 10;
+const REC = EV + 11;
+const BULK = REC + 4;
 
-const commitStatement = (rows: (arrays: string[]) => string) => `
+/**
+ * A bulk job's items that this commit carries out (statements written for bulk jobs only): each marked succeeded
+ * with the change's last event and its totals, in the change's own statement, so an item is done exactly when its
+ * change is committed, and never applied twice.
+ */
+const bulkItems = (rows: (arrays: string[]) => string) => `, bulk_items_done AS (
+    UPDATE bulk_job_items b
+       SET status = 'succeeded', event_id = ev.id, currency_code = x.currency, total_before = x.before, total_after = x.after, lease_until = NULL
+      FROM ${rows([`$${BULK}::int[]`, `$${BULK + 1}::uuid[]`, `$${BULK + 2}::text[]`, `$${BULK + 3}::numeric[]`, `$${BULK + 4}::numeric[]`])}
+           AS x(input_ord, job_id, currency, before, after)
+      JOIN input i ON i.ord = x.input_ord
+      JOIN updated u ON u.id = i.id
+      CROSS JOIN LATERAL (SELECT max(ne.id) AS id FROM new_events ne WHERE ne.contract_id = u.id) ev
+     WHERE b.job_id = x.job_id AND b.contract_id = u.id AND b.status = 'pending'
+  )`;
+
+const commitStatement = (rows: (arrays: string[]) => string, withBulkItems = false) => `
   WITH input AS (
     -- One write per contract: a second write to the same contract in one batch matches no row and is planned again,
     -- after this one (never two writes computed from one version).
@@ -85,12 +107,12 @@ const commitStatement = (rows: (arrays: string[]) => string) => `
     RETURNING c.id, c.shop_id, c.version
   ), planned_events AS (
     SELECT e.*, i.id AS contract_id, i.version + e.step AS contract_version
-      FROM ${rows([`$${EV}::int[]`, `$${EV + 1}::int[]`, `$${EV + 2}::text[]`, `$${EV + 3}::timestamptz[]`, `$${EV + 4}::text[]`, `$${EV + 5}::text[]`, `$${EV + 6}::text[]`, `$${EV + 7}::text[]`, `$${EV + 8}::jsonb[]`, textList(EV + 9)])}
-           WITH ORDINALITY AS e(input_ord, step, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, contract, n)
+      FROM ${rows([`$${EV}::int[]`, `$${EV + 1}::int[]`, `$${EV + 2}::text[]`, `$${EV + 3}::timestamptz[]`, `$${EV + 4}::text[]`, `$${EV + 5}::text[]`, `$${EV + 6}::text[]`, `$${EV + 7}::text[]`, `$${EV + 8}::text[]`, `$${EV + 9}::jsonb[]`, textList(EV + 10)])}
+           WITH ORDINALITY AS e(input_ord, step, type, at, actor_type, actor_key_fingerprint, actor_id, from_status, to_status, data, contract, n)
       JOIN input i ON i.ord = e.input_ord
   ), new_events AS (
-    INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, from_status, to_status, data, contract_version)
-    SELECT u.id, u.shop_id, p.type, p.at, p.actor_type, p.actor_key_fingerprint, p.from_status, p.to_status, p.data, p.contract_version
+    INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, actor_key_fingerprint, actor_id, from_status, to_status, data, contract_version)
+    SELECT u.id, u.shop_id, p.type, p.at, p.actor_type, p.actor_key_fingerprint, p.actor_id, p.from_status, p.to_status, p.data, p.contract_version
       FROM planned_events p JOIN updated u ON u.id = p.contract_id
      ORDER BY p.n
     RETURNING id, contract_id, shop_id, type, at, contract_version
@@ -107,7 +129,7 @@ const commitStatement = (rows: (arrays: string[]) => string) => `
       JOIN updated u ON u.id = i.id
      WHERE k.shop_id = u.shop_id AND k.key_digest = r.key_digest AND k.owner_request_id = r.owner_request_id
        AND k.state = 'in_progress'
-  )${CONTRACT_EVENT_CONSUMERS.map((cte) => `, ${cte}`).join('')}
+  )${CONTRACT_EVENT_CONSUMERS.map((cte) => `, ${cte}`).join('')}${withBulkItems ? bulkItems(rows) : ''}
   SELECT i.ord FROM updated u JOIN input i ON i.id = u.id`;
 
 /**
@@ -120,7 +142,8 @@ const commitStatement = (rows: (arrays: string[]) => string) => `
 const SMALL_BATCH = 10;
 const COMMIT_SMALL = { name: 'svc_write_contracts', text: commitStatement(batchRows) };
 const COMMIT_LARGE = { name: 'svc_write_contracts_large', text: commitStatement((arrays) => `unnest(${arrays.join(', ')})`) };
-const commitFor = (writes: ContractWrite[]) => (writes.length < SMALL_BATCH ? COMMIT_SMALL : COMMIT_LARGE);
+const COMMIT_BULK = { name: 'svc_write_contracts_bulk', text: commitStatement((arrays) => `unnest(${arrays.join(', ')})`, true) };
+const commitFor = (writes: ContractWrite[]) => (writes.some((w) => w.bulkItem) ? COMMIT_BULK : writes.length < SMALL_BATCH ? COMMIT_SMALL : COMMIT_LARGE);
 
 /** A state column's values as its array literal (arrayLiterals.ts): a json column's only when the change made it anew. */
 function columnArrays(writes: ContractWrite[]): string[] {
@@ -152,6 +175,7 @@ function parameters(writes: ContractWrite[]): unknown[] {
     timestampArray(events, (e) => e.at),
     textArray(events, (e) => e.actor.type),
     textArray(events, (e) => e.actor.keyFingerprint ?? null),
+    textArray(events, (e) => e.actor.id ?? null),
     textArray(events, (e) => e.from),
     textArray(events, (e) => e.to),
     textArray(events, (e) => JSON.stringify(e.data)),
@@ -161,6 +185,18 @@ function parameters(writes: ContractWrite[]): unknown[] {
     textArray(records, (r) => r.record.keyDigest),
     textArray(records, (r) => r.record.requestId),
     `[${records.map((r) => r.result).join(',')}]`,
+    ...(writes.some((w) => w.bulkItem) ? bulkParameters(writes) : []),
+  ];
+}
+
+function bulkParameters(writes: ContractWrite[]): unknown[] {
+  const items = writes.flatMap((w, i) => (w.bulkItem ? [{ ord: i + 1, item: w.bulkItem }] : []));
+  return [
+    plainArray(items, (x) => x.ord),
+    textArray(items, (x) => x.item.jobId),
+    textArray(items, (x) => x.item.currencyCode),
+    plainArray(items, (x) => x.item.before),
+    plainArray(items, (x) => x.item.after),
   ];
 }
 
@@ -224,6 +260,24 @@ const LOCK_MANY = `
     FROM unnest($1::bigint[], $2::bigint[]) AS q(id, shop_id)
     JOIN subscription_contracts c ON c.id = q.id AND c.shop_id = q.shop_id
    ORDER BY c.id FOR UPDATE OF c`;
+
+const MANY_OF_SHOP = (lock: '' | ' FOR UPDATE SKIP LOCKED') => `
+  SELECT ${CONTRACT_COLUMNS}, c.call_lease::text AS "callLease", c.call_lease_until AS "callLeaseUntil"
+    FROM subscription_contracts c
+   WHERE c.shop_id = $1 AND c.id = ANY ($2::bigint[])
+   ORDER BY c.id${lock}`;
+
+/**
+ * A shop's contracts of `ids`, by id: locked for this transaction in id order, skipping those another writer holds
+ * (`lock: 'skip'`: they are not in the answer), or as they are, unlocked.
+ */
+export async function contractsOfShop(run: RunSql, shopId: string, ids: string[], lock: 'skip' | 'none'): Promise<Map<string, LockedContract>> {
+  const rows = await run<LockedContract>(MANY_OF_SHOP(lock === 'skip' ? ' FOR UPDATE SKIP LOCKED' : ''), [shopId, ids], {
+    name: lock === 'skip' ? 'svc_lock_contracts_of_shop_skip' : 'svc_contracts_of_shop',
+  });
+  for (const r of rows) r.version = Number(r.version);
+  return new Map(rows.map((r) => [r.id, r]));
+}
 
 /** Several contracts' rows locked for this transaction, in id order (two such locks never deadlock), by id. */
 export async function lockContracts(run: RunSql, shopId: string, ids: string[]): Promise<Map<string, LockedContract>> {

@@ -46,7 +46,7 @@ export async function customerRows(run: RunSql, shopDomain: string, customerId: 
   const events = ids.length
     ? await run<ContractEventRow>(
         `SELECT id::text, contract_id::text AS "contractId", shop_id::text AS "shopId", type, at, actor_type AS "actorType",
-                actor_key_fingerprint AS "actorKeyFingerprint", from_status AS "fromStatus", to_status AS "toStatus", data,
+                actor_key_fingerprint AS "actorKeyFingerprint", actor_id AS "actorId", from_status AS "fromStatus", to_status AS "toStatus", data,
                 contract_version AS "contractVersion"
            FROM contract_events WHERE contract_id = ANY($1::bigint[]) ORDER BY contract_id, id`,
         [ids],

@@ -72,6 +72,8 @@ export const apiKeys = pgTable(
     digest: text('digest').notNull(),
     // read_write or read_only (migration 0004): fixed for the key's life.
     access: text('access').$type<'read_write' | 'read_only'>().notNull().default('read_write'),
+    // Migration 0030: the key's permissions per resource (domain/permissions.ts); null: the preset `access` names.
+    permissions: jsonb('permissions').$type<Record<string, string>>(),
     createdAt: ts('created_at').notNull(),
     lastUsedAt: ts('last_used_at'),
     revokedAt: ts('revoked_at'),
@@ -149,6 +151,8 @@ export const contractEvents = pgTable(
     at: ts('at').notNull(),
     actorType: text('actor_type').notNull(),
     actorKeyFingerprint: text('actor_key_fingerprint'),
+    // Migration 0030: the actor's own id where it has one (a bulk job's).
+    actorId: text('actor_id'),
     fromStatus: text('from_status').notNull(),
     toStatus: text('to_status').notNull(),
     data: jsonb('data').$type<Record<string, unknown>>().notNull(),

@@ -28,20 +28,21 @@ export type ClaimedDelivery = {
     at: Date;
     actorType: string;
     actorKeyFingerprint: string | null;
+    actorId: string | null;
     fromStatus: string;
     toStatus: string;
     data: Record<string, unknown>;
   } | null;
 };
 
-// The claim is svc_claim_webhook_deliveries (its current body is in migration 0010): due deliveries oldest first, in order per
+// The claim is svc_claim_webhook_deliveries (src/db/functions): due deliveries oldest first, in order per
 // contract and endpoint, of enabled endpoints, SKIP LOCKED, walked along the due index whatever the statistics say,
 // each with its endpoint and event; what it walks past and cannot send yet it parks until it can go.
 const CLAIM = `
   SELECT id::text AS id, endpoint_id::text AS "endpointId", contract_id::text AS "contractId", event_id::text AS "eventId",
          contract_version AS "contractVersion", type, contract, test, attempts, created_at AS "createdAt",
          url, secret, previous_secret AS "previousSecret", previous_secret_expires_at AS "previousSecretExpiresAt",
-         event_at AS "eventAt", actor_type AS "actorType", actor_key_fingerprint AS "actorKeyFingerprint",
+         event_at AS "eventAt", actor_type AS "actorType", actor_key_fingerprint AS "actorKeyFingerprint", actor_id AS "actorId",
          from_status AS "fromStatus", to_status AS "toStatus", event_data AS "eventData"
     FROM svc_claim_webhook_deliveries($1, $2, $3) AS c
    -- In id order (the order they were written); c.id is the bigint, not the text it is given out as.
@@ -69,6 +70,7 @@ export async function claimDueDeliveries(db: Database, now: Date, limit: number,
           at: r.eventAt as Date,
           actorType: r.actorType as string,
           actorKeyFingerprint: r.actorKeyFingerprint as string | null,
+          actorId: r.actorId as string | null,
           fromStatus: r.fromStatus as string,
           toStatus: r.toStatus as string,
           data: r.eventData as Record<string, unknown>,

@@ -111,9 +111,13 @@ export const Contract = z
   .meta({ id: 'SubscriptionContract' });
 export type Contract = z.infer<typeof Contract>;
 
-export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler', 'platform', 'billing']);
+export const ActorType = z.enum(['api_key', 'mcp', 'admin', 'scheduler', 'platform', 'billing', 'bulk_job', 'oauth']);
 export type ActorType = z.infer<typeof ActorType>;
-export const Actor = z.object({ type: ActorType, keyFingerprint: z.string().optional() });
+export const Actor = z.object({
+  type: ActorType,
+  keyFingerprint: z.string().optional().describe('api_key and mcp: the key\'s fingerprint.'),
+  id: z.string().optional().describe('bulk_job: the job\'s id; oauth: the connection\'s id.'),
+});
 export type Actor = z.infer<typeof Actor>;
 
 export const ContractEvent = z
@@ -249,6 +253,7 @@ export function toBillingAttempt(contractId: string, a: AttemptState): BillingAt
 export function toContractEvent(row: ContractEventRow): ContractEvent {
   const actor: Actor = { type: row.actorType as ActorType };
   if (row.actorKeyFingerprint) actor.keyFingerprint = row.actorKeyFingerprint;
+  if (row.actorId) actor.id = row.actorId;
   return {
     id: row.id,
     type: row.type,

@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
-import { AuthError, KeyCache, assertKeyUsable, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
-import { assertMayChange, callerPendingConfirmation, confirmPending, isPendingConfirmation, UnconfirmedCaller, type Caller } from '../services/caller.js';
+import { isOperationName, needsOf, OPERATIONS, type OperationName, type OperationPolicy } from '../domain/operations.js';
+import { AuthError, KeyCache, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
+import { keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
 import type { ServiceContext } from '../services/context.js';
 import { errorEnvelope } from '../domain/errors.js';
 import { sendError, toServiceError } from './errors.js';
+import { usesApiKey } from './apiPaths.js';
 import { appendHook } from './hooks.js';
 import type { LoggedKey } from './requestLog.js';
 import { fingerprintOf } from '../domain/keys.js';
@@ -14,18 +16,16 @@ import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rate
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Who is calling, once the key gate has let the request through (API and MCP routes). */
+    /** Who is calling (API and MCP routes), once the gate has identified the key: resolved to a principal at most once. */
     caller?: Caller;
+    /** The caller's principal, once resolved and authorized for the route's operation (routes that do not read first). */
+    principal?: ShopPrincipal;
     /** The key the request came with, as the gate knows it (for a refusal: forget it from the cache). */
     knownKey?: KnownKey;
   }
   interface FastifyContextConfig {
-    /**
-     * How the key gate treats a route. `changes`: the route changes data (a read-only key gets 403
-     * insufficient_scope). `confirmedByRead`: the operation's first step reads one contract, which may confirm a
-     * cached key in the same statement (services/caller.ts).
-     */
-    apiKey?: { changes?: boolean; confirmedByRead?: boolean };
+    /** The MCP endpoint: its exchange decides when and for what its caller is resolved (mcp/http.ts). */
+    mcp?: boolean;
   }
 }
 
@@ -37,19 +37,6 @@ export type RateLimitOptions = {
   store: RateLimitStore;
   onStoreError?: (err: Error) => void;
 };
-
-/** The routes an API key authenticates: the public API (not its OpenAPI document) and MCP. */
-export function usesApiKey(url: string | undefined): boolean {
-  if (!url) return false;
-  if (url.startsWith('/api/v1/')) return url !== '/api/v1/openapi.json';
-  return url === '/mcp' || url.startsWith('/mcp/');
-}
-
-/** A request URL (query included) under the public API, its OpenAPI document excepted. */
-export function isApiPath(url: string): boolean {
-  const path = url.split('?')[0];
-  return path === '/api/v1' || (path.startsWith('/api/v1/') && usesApiKey(path));
-}
 
 /** The RateLimit-* headers of the limit that applied to this request. */
 function setLimitHeaders(reply: FastifyReply, s: LimitState): void {
@@ -72,9 +59,10 @@ export type ApiKeyGate = {
   /** For a request no route matched (an unknown path, a wrong method): true when the gate has answered it. */
   guardUnmatched(req: FastifyRequest, reply: FastifyReply): Promise<boolean>;
   /**
-   * For the error handler, before it answers: a request that failed before its key was confirmed (a bad body on a
-   * route that confirms by reading) is confirmed now, so a revoked key gets its 401 and not the validation error;
-   * and a refused key is recorded (metrics, WWW-Authenticate, the failure count). Returns the error to send.
+   * For the error handler, before it answers: a request that failed before its caller was resolved (a bad body on a
+   * route that resolves with its first read) is resolved now, for what its body asked, so a revoked key gets its 401
+   * and a key without the permission its 403, not the validation error; and a refused key is recorded (metrics,
+   * WWW-Authenticate, the failure count). Returns the error to send.
    */
   beforeErrorResponse(req: FastifyRequest, reply: FastifyReply, err: ServiceError): Promise<ServiceError>;
   /**
@@ -86,17 +74,26 @@ export type ApiKeyGate = {
   identify(req: FastifyRequest): Promise<LoggedKey | null>;
 };
 
+/** A route's operation (its OpenAPI operationId) and that operation's policy; none for MCP. */
+const operationOf = (req: FastifyRequest): OperationName | null => {
+  const id = (req.routeOptions.schema as { operationId?: string } | undefined)?.operationId;
+  return id && isOperationName(id) ? id : null;
+};
+
 /**
  * Every request to a key-authenticated route (the API and MCP) passes one gate, in the order of docs/product.md §2: key
- * syntax and checksum (no I/O) → the key's state (unknown or revoked → 401) → the shop's plan (→ 403) → may the key
- * do this (a read-only key and a change → 403) → the shop's rate limit → the operation, which receives the caller
- * ({ shop, actor, access }). It runs in onRequest, before the body is read or any input validated: an
- * unauthenticated caller learns nothing and costs no parsing.
+ * syntax and checksum (no I/O) → the key's state (unknown or revoked → 401) → the shop's plan (→ 403) → the
+ * permission the operation needs (→ 403 insufficient_scope; domain/operations.ts) → the shop's rate limit → the
+ * operation, which receives the principal ({ shop, actor, permissions }). The key is identified in onRequest, before
+ * the body is read: an unknown key is looked up (and refused) there, costing no parsing.
  *
- * Keys the process has seen are in a KeyCache (ids only, never access state): a hit saves the lookup by digest, and
- * the key's state is read by the request itself, either by one indexed read here or, on the routes that read one
- * contract first, in the same statement as that contract (services/caller.ts). So a key revoked on any instance is
- * refused by every instance on its very next request.
+ * Keys the process has seen are in a KeyCache (ids only, never their state): a hit saves the lookup by digest, and
+ * the key's state is read by the request itself, either here (one indexed read) or, on the routes whose first step
+ * reads one contract, in the same statement as that contract (services/runner.ts withContract). So a key revoked, or
+ * its permissions changed, on any instance holds on every instance from its very next request. Each route's
+ * principal is resolved where its needs are known: in onRequest for an operation whose needs are fixed, after the
+ * body is parsed for one whose body says what runs (an action, a bulk job), by the first read for a route that reads
+ * one contract first.
  *
  * The limits (when configured):
  * - Failed key lookups per client IP. A request from an IP that has used up its failures and carries a well-formed
@@ -135,39 +132,39 @@ export function installApiKeyGate(
     setLimitHeaders(reply, s);
   };
 
-  /** The key is usable: may it do this, then the shop's limit; then it counts as used. Throws the refusal. */
-  const admit = async (reply: FastifyReply, key: KnownKey, changes: boolean): Promise<void> => {
-    if (changes && key.access !== 'read_write') {
-      // Refused before the shop's limit, so it costs the shop nothing; the answer still shows the shop's budget.
-      if (limits) setLimitHeaders(reply, await limits.perShop.peek(key.shopId));
-      assertMayChange(key);
-    }
-    if (limits) {
-      const s = await limits.perShop.consume(key.shopId);
-      setLimitHeaders(reply, s);
-      if (s.exceeded) {
-        metrics?.rateLimited('shop');
-        throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+  /** The principal may act: the shop's limit, then the key counts as used. Throws the refusal. */
+  const admission =
+    (reply: FastifyReply, key: KnownKey): Admission =>
+    async (principal) => {
+      if (limits) {
+        const s = await limits.perShop.consume(principal.shopId);
+        setLimitHeaders(reply, s);
+        if (s.exceeded) {
+          metrics?.rateLimited('shop');
+          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+        }
       }
-    }
-    const touching = cache.noteUse(ctx, key.digest);
-    if (touching) await touching;
-  };
+      const touching = cache.noteUse(ctx, key.digest);
+      if (touching) await touching;
+    };
 
-  const callerOf = (req: FastifyRequest, key: KnownKey): Caller => ({
-    shopId: key.shopId,
-    actor: { type: req.url.startsWith('/mcp') ? 'mcp' : 'api_key', keyFingerprint: key.fingerprint },
-    access: key.access,
-  });
+  const actorOf = (req: FastifyRequest, key: KnownKey) => ({ type: req.url.startsWith('/mcp') ? ('mcp' as const) : ('api_key' as const), keyFingerprint: key.fingerprint });
+
+  /** A refusal for want of a permission costs the shop nothing, and still shows the shop's budget. */
+  const showShopBudget = async (reply: FastifyReply, req: FastifyRequest, err: ServiceError) => {
+    if (err.code === 'insufficient_scope' && limits && req.caller?.resolved) setLimitHeaders(reply, await limits.perShop.peek(req.caller.resolved.shopId));
+  };
 
   /** Answers the request with a refusal (and records it): the request goes no further. */
   const refuse = async (req: FastifyRequest, reply: FastifyReply, err: unknown): Promise<FastifyReply> => {
     if (err instanceof AuthError) await recordRefusal(req, reply, err);
+    if (err instanceof ServiceError) await showShopBudget(reply, req, err);
     if (err instanceof ServiceError) return sendError(reply, err);
     throw err;
   };
 
-  const gate = async (req: FastifyRequest, reply: FastifyReply, mayFold: boolean): Promise<FastifyReply | void> => {
+  /** Identifies the key (looked up unless cached): the request's caller. Answers the refusal when there is one. */
+  const identify = async (req: FastifyRequest, reply: FastifyReply): Promise<Caller | FastifyReply> => {
     const digest = presentedKeyDigest(req.headers.authorization);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
     if (!cached && limits) {
@@ -179,71 +176,102 @@ export function installApiKeyGate(
       }
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
-    const config = mayFold ? (req.routeOptions.config.apiKey ?? {}) : {};
-    const changes = !!config.changes;
-    let key: KnownKey;
+    if (cached) {
+      req.knownKey = req.loggedKey = cached;
+      return keyCaller({ keyId: cached.keyId, shopId: cached.shopId, actor: actorOf(req, cached) }, admission(reply, cached));
+    }
     try {
-      if (cached) {
-        req.knownKey = req.loggedKey = key = cached;
-        // With an Idempotency-Key the key is confirmed first: nothing is claimed for a key that is not usable.
-        if (config.confirmedByRead && req.headers['idempotency-key'] === undefined) {
-          req.caller = callerPendingConfirmation(callerOf(req, key), {
-            keyId: key.keyId,
-            settle: async (state) => {
-              assertKeyUsable(ctx, state);
-              await admit(reply, key, changes);
-            },
-          });
-          return;
-        }
-        assertKeyUsable(ctx, await keyRows(ctx.db).states.load(key.keyId));
-      } else {
-        // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
-        req.knownKey = key = await lookupKey({ ctx, input: { digest, cache, identified: (k) => (req.loggedKey = k) } });
-      }
-      await admit(reply, key, changes);
+      // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
+      const found = await lookupKey({ ctx, input: { digest, cache, identified: (k) => (req.loggedKey = k) } });
+      req.knownKey = found;
+      const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key' };
+      return resolvedCaller(principal, admission(reply, found));
     } catch (err) {
       return refuse(req, reply, err);
     }
-    req.caller = callerOf(req, key);
   };
 
   /**
-   * The last word on a route whose key a contract read confirms (services/caller.ts): an answer that would leave while
-   * the confirmation never ran is refused with 401 instead, whatever the route did. Fail closed by construction.
+   * onRequest: the key identified, and for a route whose needs are fixed and that does not read first, the principal
+   * resolved, authorized and admitted; for one whose body says what it needs, resolved now (a revoked key is refused
+   * before its body is read) and authorized in preValidation.
    */
-  const unconfirmedGuard = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (!req.caller || reply.statusCode >= 400 || !isPendingConfirmation(req.caller)) return payload;
-    req.log.error({ route: req.routeOptions.url }, 'an answer was about to leave for a key never confirmed: refused');
+  const gate = async (req: FastifyRequest, reply: FastifyReply, name: OperationName | null): Promise<FastifyReply | void> => {
+    const caller = await identify(req, reply);
+    if (!('principal' in caller)) return caller;
+    req.caller = caller;
+    if (!name) return;
+    const op = OPERATIONS[name] as OperationPolicy;
+    const resolvesByRead = op.readsContract && req.headers['idempotency-key'] === undefined;
+    if (resolvesByRead) return;
+    try {
+      if (typeof op.needs === 'function') await caller.resolve(ctx);
+      else req.principal = await caller.principal(ctx, op.needs);
+    } catch (err) {
+      return refuse(req, reply, err);
+    }
+  };
+
+  /** preValidation, for an operation whose body says what it needs (not resolved by a first read). */
+  const authorizeBody = async (req: FastifyRequest) => {
+    const name = operationOf(req);
+    if (!req.caller || !name || req.principal) return;
+    const op = OPERATIONS[name] as OperationPolicy;
+    if (op.readsContract && req.headers['idempotency-key'] === undefined) return;
+    req.principal = await req.caller.principal(ctx, needsOf(name, req.body));
+  };
+
+  /**
+   * The last word on a key-authenticated route: an answer that would leave while its caller was never resolved is
+   * refused with 401 instead, whatever the route did. Fail closed by construction.
+   */
+  const unresolvedGuard = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (!req.caller || reply.statusCode >= 400 || req.caller.settled) return payload;
+    req.log.error({ route: req.routeOptions.url }, 'an answer was about to leave for a caller never resolved: refused');
     reply.code(401).header('content-type', 'application/json; charset=utf-8').header('www-authenticate', 'Bearer');
-    const refusal = new UnconfirmedCaller();
+    const refusal = new ServiceError('unauthorized', 'The API key could not be confirmed for this request.');
     req.errorCode = refusal.code;
     return JSON.stringify(errorEnvelope(refusal, String(req.id)));
   };
 
   app.addHook('onRoute', (route) => {
     if (!usesApiKey(route.url)) return;
-    route.onRequest = appendHook(route.onRequest, (req: FastifyRequest, reply: FastifyReply) => gate(req, reply, true));
-    if ((route.config as { apiKey?: { confirmedByRead?: boolean } } | undefined)?.apiKey?.confirmedByRead) route.onSend = appendHook(route.onSend, unconfirmedGuard);
+    const isMcp = (route.config as { mcp?: boolean } | undefined)?.mcp === true;
+    const id = (route.schema as { operationId?: string } | undefined)?.operationId;
+    // Fail closed: a route of the API whose operation has no policy does not start.
+    if (!isMcp && !(id && isOperationName(id))) throw new Error(`${route.method} ${route.url}: no policy for operation "${id}" in domain/operations.ts`);
+    const name = isMcp ? null : (id as OperationName);
+    route.onRequest = appendHook(route.onRequest, (req: FastifyRequest, reply: FastifyReply) => gate(req, reply, name));
+    if (name && typeof OPERATIONS[name].needs === 'function') route.preValidation = appendHook(route.preValidation, authorizeBody);
+    route.onSend = appendHook(route.onSend, unresolvedGuard);
   });
 
   return {
     cache,
     async guardUnmatched(req, reply) {
-      await gate(req, reply, false);
+      const caller = await identify(req, reply);
+      if (!('principal' in caller)) return true;
+      try {
+        await caller.principal(ctx, []);
+      } catch (err) {
+        await refuse(req, reply, err);
+      }
       return reply.sent;
     },
     async beforeErrorResponse(req, reply, err) {
       let final = err;
-      if (req.caller && err.status < 500 && !(err instanceof AuthError)) {
+      const caller = req.caller;
+      if (caller && !caller.settled && err.status < 500 && !(err instanceof AuthError)) {
         try {
-          await confirmPending(ctx, req.caller);
+          const name = operationOf(req);
+          await caller.principal(ctx, name ? needsOf(name, req.body) : []);
         } catch (refusal) {
-          // The key's check failed to run (the database is unreachable, say): that, not the client's error, is the
+          // The caller's check failed to run (the database is unreachable, say): that, not the client's error, is the
           // answer (503), as it would have been had the check come first.
           final = refusal instanceof ServiceError ? refusal : toServiceError(refusal, req);
         }
       }
+      await showShopBudget(reply, req, final);
       if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
       return final;
     },

@@ -72,12 +72,12 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
         details: [{ path: 'idempotency-key', message: KEY_RULE }],
       });
     }
-    // Authentication runs first on every route that takes a key, and confirms the key before a claim (the gate):
-    // nothing is stored for a key that is not usable, and without a shop there is nothing to scope to.
-    const caller = req.caller;
-    if (!caller) return;
+    // Authentication runs first on every route that takes a key, and resolves its principal before a claim (the
+    // gate): nothing is stored for a key that is not usable, and without a shop there is nothing to scope to.
+    const principal = req.principal;
+    if (!principal) return;
     const input = {
-      shopId: caller.shopId,
+      shopId: principal.shopId,
       key,
       requestId: String(req.id),
       requestHash: requestFingerprint({ method: req.method, path: req.url.split('?')[0], body: req.body }),

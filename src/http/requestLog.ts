@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RequestLogWriter } from '../db/requestLogWriter.js';
 import { MAX_IDEMPOTENCY_KEY, MAX_PATH, MAX_USER_AGENT, type RequestLogEntry } from '../domain/requestLog.js';
 import type { Clock } from '../services/context.js';
-import { isApiPath } from './apiKeyGate.js';
+import { isApiPath } from './apiPaths.js';
 import { scrubSecrets } from './logging.js';
 
 /** Whose request it was, as the request log records it: known once the key gate has identified the key. */

@@ -17,8 +17,8 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { scrubKeys } from '../domain/keys.js';
-import type { KeyAccess } from '../services/caller.js';
-import { callTool, READ_ONLY_TOOL_LIST, TOOL_LIST, type ToolCallContext } from './toolCalls.js';
+import type { Permissions } from '../domain/permissions.js';
+import { callTool, toolListJsonFor, type ToolCallContext } from './toolCalls.js';
 
 /**
  * The MCP server, for both transports (/mcp over HTTP, `svc mcp-stdio`): one message in, the JSON of its answer out.
@@ -38,15 +38,15 @@ export const INSTRUCTIONS =
   'read a contract\'s history. Timestamps are ISO 8601 in UTC ending in Z. A refused call is a tool error whose text ' +
   'is JSON {"error":{"code","message","requestId","details"?}}; codes: invalid_request and unsupported_action (fix ' +
   'the arguments), not_found, invalid_state (not allowed from the contract\'s current status; the message says ' +
-  'which are), insufficient_scope (a read-only key cannot change contracts), unauthorized, plan_required, ' +
+  'which are), insufficient_scope (the key lacks the permission the tool needs; the message names it), unauthorized, plan_required, ' +
   'rate_limited, unavailable, internal_error.';
 
 const CAPABILITIES = { tools: { listChanged: false } };
 
-/** Who the messages come from: how their tool calls run, and the key's access when it is known here. */
+/** Who the messages come from: how their tool calls run, and the caller's permissions when they are known here. */
 export type Exchange = ToolCallContext & {
-  /** Known at /mcp (the key gate confirmed the key); over stdio the API decides, call by call. */
-  access?: KeyAccess;
+  /** Known at /mcp (the caller resolved); over stdio the API decides, call by call. */
+  permissions?: Permissions;
 };
 
 type ServedRequest = InitializeRequest | PingRequest | ListToolsRequest | CallToolRequest;
@@ -100,10 +100,6 @@ export function readMessage(raw: unknown): McpMessage | null {
   return { kind: 'request', id, method, request: served.data };
 }
 
-// The tool lists never change while the process runs: their JSON is written once.
-const TOOL_LIST_JSON = JSON.stringify(TOOL_LIST);
-const READ_ONLY_TOOL_LIST_JSON = JSON.stringify(READ_ONLY_TOOL_LIST);
-
 /** The answer to a message, as JSON; null for a message that takes none. Never rejects: failures are answers. */
 export async function answer(message: McpMessage, exchange: Exchange): Promise<string | null> {
   if (message.kind === 'notice') return null;
@@ -116,8 +112,8 @@ export async function answer(message: McpMessage, exchange: Exchange): Promise<s
       case 'ping':
         return resultJson(id, '{}');
       case 'tools/list':
-        // A read-only key is shown only the tools that change nothing.
-        return resultJson(id, exchange.access === 'read_only' ? READ_ONLY_TOOL_LIST_JSON : TOOL_LIST_JSON);
+        // Only the tools the caller may call (domain/operations.ts).
+        return resultJson(id, toolListJsonFor(exchange.permissions));
       case 'tools/call':
         return toolCallResponseJson(id, await callTool(request.params.name, request.params.arguments, exchange));
     }

@@ -5,7 +5,6 @@ import { scrubKeys } from '../domain/keys.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
 import { AuthError } from '../services/authenticateApiKey.js';
-import { confirmPending, UnconfirmedCaller } from '../services/caller.js';
 import type { ServiceContext } from '../services/context.js';
 import { answer, readMessage, type Exchange, type McpMessage } from './dispatch.js';
 import { serviceOperations } from './operations.js';
@@ -80,7 +79,7 @@ function confirmedByItsRead(messages: McpMessage[]): boolean {
 export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
 
-  app.post('/mcp', { schema: { hide: true }, preValidation: requireJsonBody, config: { apiKey: { confirmedByRead: true } } }, async (req, reply) => {
+  app.post('/mcp', { schema: { hide: true }, preValidation: requireJsonBody, config: { mcp: true } }, async (req, reply) => {
     const version = req.headers['mcp-protocol-version'];
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
       throw new ServiceError(
@@ -90,30 +89,31 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     }
     const messages = readBody(req.body);
     req.mcpTool = toolsCalled(messages);
-    // The key itself goes no further than the gate: the tools get the caller (shop, actor, access).
+    // The key itself goes no further than the gate: the tools get the caller, each resolving it for what it needs.
     const caller = req.caller!;
-    // A lone call of a tool that first reads one contract confirms the key in that read, as a GET of a contract does
-    // (services/caller.ts); anything else is confirmed first. Either way it is confirmed before anything is sent,
-    // and a refusal by the gate's checks (the key, the plan, the rate limit) is the HTTP answer to the whole
-    // exchange, as at connect time, never a tool result.
-    if (!confirmedByItsRead(messages)) await confirmPending(ctx, caller);
+    // A lone call of a tool that first reads one contract resolves the caller in that read, as a GET of a contract
+    // does (services/runner.ts withContract); anything else resolves it first. Either way it is resolved before
+    // anything is sent, and a refusal by the gate's checks (the key, the plan, the rate limit) is the HTTP answer to
+    // the whole exchange, as at connect time, never a tool result; a tool the caller lacks the permission for is a
+    // tool error (insufficient_scope).
+    const principal = confirmedByItsRead(messages) ? null : await caller.principal(ctx, []);
     let refusal: ServiceError | null = null;
     const exchange: Exchange = {
       ops: serviceOperations(ctx, caller),
-      access: caller.access,
+      permissions: principal?.permissions,
       requestId: String(req.id),
       onRefused: (code) => {
         req.errorCode ??= code;
       },
       toServiceError: (err) => {
-        if (err instanceof AuthError || err instanceof UnconfirmedCaller || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
+        if (err instanceof AuthError || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;
         return toServiceError(err, req);
       },
     };
     // A batch's requests run together and are answered in the order they came.
     const answers = (await Promise.all(messages.map((m) => answer(m, exchange)))).filter((a): a is string => a !== null);
-    // A call refused before its read (bad arguments) has not confirmed the key yet.
-    await confirmPending(ctx, caller);
+    // A call refused before its read (bad arguments) has not resolved the caller yet.
+    if (!refusal) await caller.principal(ctx, []);
     if (refusal) throw refusal;
     if (answers.length === 0) return reply.code(202).send();
     return sendResponses(reply, req.headers.accept, answers, Array.isArray(req.body));

@@ -1,13 +1,14 @@
 import type { ContractStatus } from '../domain/contract.js';
 import type { AttemptStatus } from '../domain/billing.js';
-import type { BillingAttempt, Contract, ContractEvent } from '../domain/resources.js';
+import { needsOf } from '../domain/operations.js';
+import { toContract, type BillingAttempt, type Contract, type ContractEvent } from '../domain/resources.js';
 import { listBillingAttempts, listContractBillingAttempts } from '../services/listBillingAttempts.js';
 import { getUpcomingRenewals, type UpcomingRenewalOut } from '../services/upcomingRenewals.js';
-import { actOnContract } from '../services/actOnContract.js';
-import { editContract } from '../services/editContract.js';
-import type { Caller } from '../services/caller.js';
+import { requestAction, requestContractJson, requestEdit } from '../services/contractRequests.js';
 import type { ServiceContext } from '../services/context.js';
-import { getContract, getContractJson } from '../services/getContract.js';
+import type { Caller } from '../services/principal.js';
+import { currentContract } from '../services/readContract.js';
+import { withContract } from '../services/runner.js';
 import { listContractEvents } from '../services/listContractEvents.js';
 import { listContracts } from '../services/listContracts.js';
 
@@ -32,19 +33,30 @@ export type ContractOperations = {
   getUpcomingRenewals(contractId: string, count?: number): Promise<{ upcoming: UpcomingRenewalOut[] }>;
 };
 
-/** The services, for one authenticated caller: the same functions the HTTP routes call. */
+/**
+ * The services, for one caller: the same requests the HTTP routes make, each resolving the caller for what it needs
+ * (domain/operations.ts), so a tool the caller may not call is refused with insufficient_scope and changes nothing.
+ */
 export function serviceOperations(ctx: ServiceContext, caller: Caller): ContractOperations {
+  const principal = (name: Parameters<typeof needsOf>[0]) => caller.principal(ctx, needsOf(name, undefined));
   return {
-    getContract: (contractId) => getContract({ ctx, input: { caller, contractId } }),
-    getContractJson: (contractId) => getContractJson({ ctx, input: { caller, contractId } }),
-    listContracts: ({ status, limit, cursor }) => listContracts({ ctx, input: { caller, status, limit, cursor } }),
-    actOnContract: (contractId, body) => actOnContract({ ctx, input: { caller, contractId, body } }),
-    listContractEvents: (contractId, { limit, cursor }) => listContractEvents({ ctx, input: { caller, contractId, limit, cursor } }),
-    editContract: (contractId, body) => editContract({ ctx, input: { caller, contractId, body } }),
-    listBillingAttempts: ({ contractId, status, since, limit, cursor }) =>
+    getContract: async (contractId) => {
+      const { row } = await withContract(ctx, caller, contractId, needsOf('getSubscriptionContract', undefined));
+      return toContract(await currentContract(ctx, row));
+    },
+    getContractJson: async (contractId) => (await requestContractJson(ctx, caller, contractId)).json,
+    listContracts: async ({ status, limit, cursor }) => listContracts({ ctx, input: { principal: await principal('listSubscriptionContracts'), status, limit, cursor } }),
+    actOnContract: async (contractId, body) => (await requestAction(ctx, caller, contractId, body)).contract,
+    listContractEvents: async (contractId, { limit, cursor }) =>
+      listContractEvents({ ctx, input: { principal: await principal('listContractEvents'), contractId, limit, cursor } }),
+    editContract: async (contractId, body) => {
+      const { contract, preview } = await requestEdit(ctx, caller, contractId, body);
+      return { contract, preview };
+    },
+    listBillingAttempts: async ({ contractId, status, since, limit, cursor }) =>
       contractId
-        ? listContractBillingAttempts({ ctx, input: { caller, contractId, limit, cursor } })
-        : listBillingAttempts({ ctx, input: { caller, status, since, limit, cursor } }),
-    getUpcomingRenewals: (contractId, count) => getUpcomingRenewals({ ctx, input: { caller, contractId, count } }),
+        ? listContractBillingAttempts({ ctx, input: { principal: await principal('listContractBillingAttempts'), contractId, limit, cursor } })
+        : listBillingAttempts({ ctx, input: { principal: await principal('listBillingAttempts'), status, since, limit, cursor } }),
+    getUpcomingRenewals: async (contractId, count) => getUpcomingRenewals({ ctx, input: { principal: await principal('getUpcomingRenewals'), contractId, count } }),
   };
 }

@@ -1,7 +1,7 @@
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorEnvelope, invalidInput, issuesToDetails, type ServiceError } from '../domain/errors.js';
-import type { KeyAccess } from '../services/caller.js';
+import { allows, RESOURCES, type Permissions } from '../domain/permissions.js';
 import type { ContractOperations } from './operations.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
 
@@ -40,15 +40,26 @@ export const TOOL_LIST: { tools: Tool[] } = {
   })),
 };
 
-/**
- * The tools a read-only key is shown: those that change nothing. A model is not offered tools whose every call would
- * be refused; a write tool called anyway is still refused by the service (insufficient_scope).
- */
-export const READ_ONLY_TOOL_LIST: { tools: Tool[] } = { tools: TOOL_LIST.tools.filter((t) => t.annotations?.readOnlyHint === true) };
+/** A tool may be called with these permissions: each permission its operation needs is held. */
+export const mayCall = (tool: Pick<ToolDefinition, 'needs'>, permissions: Permissions): boolean => tool.needs.every((n) => allows(permissions, n));
 
-/** The tool list for a key's access; when the access is not known here (stdio), every tool, and the API decides. */
-export const toolListFor = (access: KeyAccess | undefined): { tools: Tool[] } =>
-  access === 'read_only' ? READ_ONLY_TOOL_LIST : TOOL_LIST;
+const listJsonCache = new Map<string, string>();
+
+/**
+ * The tools/list answer (JSON) for a principal's permissions: only the tools it may call, so a model is not offered
+ * tools whose every call would be refused (a tool called anyway is still refused: insufficient_scope). When the
+ * permissions are not known here (stdio), every tool, and the API decides. Computed once per set of permissions.
+ */
+export function toolListJsonFor(permissions: Permissions | undefined): string {
+  const key = permissions ? RESOURCES.map((r) => permissions[r]).join(',') : '*';
+  let json = listJsonCache.get(key);
+  if (json === undefined) {
+    const names = new Set(TOOLS.filter((t) => !permissions || mayCall(t, permissions)).map((t) => t.name));
+    json = JSON.stringify({ tools: TOOL_LIST.tools.filter((t) => names.has(t.name)) });
+    listJsonCache.set(key, json);
+  }
+  return json;
+}
 
 const BY_NAME = new Map<string, ToolDefinition>(TOOLS.map((t) => [t.name, t]));
 

@@ -9,6 +9,8 @@ import { BillingAttempt, Contract, ContractEvent, Line, Money } from '../domain/
 import { ATTEMPT_STATUSES } from '../domain/billing.js';
 import { UtcTimestamp } from '../domain/time.js';
 import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
+import { actionNeeds, needsOf, type OperationName } from '../domain/operations.js';
+import type { Permission } from '../domain/permissions.js';
 import type { ContractOperations } from './operations.js';
 
 /**
@@ -49,7 +51,9 @@ export type ToolDefinition = {
   input: z.ZodObject;
   output: z.ZodObject;
   annotations: Annotations;
-  /** Its first step reads the one contract named by contractId (so that read may confirm the key: services/caller.ts). */
+  /** What calling it needs: its operation's permissions (domain/operations.ts). */
+  needs: readonly Permission[];
+  /** Its first step reads the one contract named by contractId (so that read may resolve the caller: services/runner.ts). */
   readsContractFirst: boolean;
   run(ops: ContractOperations, args: Record<string, unknown>): Promise<Record<string, unknown>>;
   /**
@@ -70,6 +74,9 @@ const write = (title: string, opts: { destructive: boolean; idempotent: boolean 
 });
 
 const id = (args: Record<string, unknown>) => args.contractId as string;
+
+/** A tool's needs: those of the API operation it is. */
+const op = (name: OperationName) => needsOf(name, undefined);
 
 const TIMESTAMP_RULE =
   'an ISO 8601 timestamp in UTC ending in Z, e.g. "2027-01-05T00:00:00Z" (fractional seconds allowed; offsets like ' +
@@ -160,6 +167,7 @@ function actionTool(action: ActionName): ToolDefinition {
     input: z.strictObject({ contractId: ContractId, ...described }),
     output: action === 'bill_now' ? BillNowResult : ContractResult,
     annotations: t.annotations,
+    needs: actionNeeds({ action }),
     readsContractFirst: true,
     run: async (ops, args) => {
       const { contractId, ...rest } = args;
@@ -188,6 +196,7 @@ const editTool: ToolDefinition = {
   output: z.object({ contract: Contract, preview: z.boolean() }),
   // Not idempotent (a quantity set twice records two events); destructive: a removed line or discount is gone.
   annotations: write('Edit a subscription contract', { destructive: true, idempotent: false }),
+  needs: op('editSubscriptionContract'),
   readsContractFirst: true,
   run: (ops, args) => ops.editContract(args.contractId as string, { operations: args.operations, ...(args.preview !== undefined && { preview: args.preview }) }),
 };
@@ -202,6 +211,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.strictObject({ contractId: ContractId }),
     output: ContractResult,
     annotations: read('Get a subscription contract'),
+    needs: op('getSubscriptionContract'),
     readsContractFirst: true,
     run: async (ops, args) => ({ contract: await ops.getContract(id(args)) }),
     runJson: async (ops, args) => (ops.getContractJson ? `{"contract":${await ops.getContractJson(id(args))}}` : null),
@@ -219,6 +229,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     }),
     output: ContractListResult,
     annotations: read('List subscription contracts'),
+    needs: op('listSubscriptionContracts'),
     readsContractFirst: false,
     run: (ops, args) => ops.listContracts(args as { status?: Contract['status']; limit?: number; cursor?: string }),
   },
@@ -242,6 +253,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     }),
     output: AttemptListResult,
     annotations: read('List billing attempts'),
+    needs: op('listBillingAttempts'),
     readsContractFirst: false,
     run: (ops, args) => ops.listBillingAttempts(args as Parameters<typeof ops.listBillingAttempts>[0]),
   },
@@ -254,6 +266,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.strictObject({ contractId: ContractId, count: z.number().int().min(1).max(24).optional().describe('How many renewals, 1 to 24 (default 6).') }),
     output: UpcomingResult,
     annotations: read('Get upcoming renewals'),
+    needs: op('getUpcomingRenewals'),
     readsContractFirst: true,
     run: (ops, args) => ops.getUpcomingRenewals(id(args), args.count as number | undefined),
   },
@@ -268,6 +281,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.strictObject({ contractId: ContractId, limit: Limit('events'), cursor: ListEventsQuery.shape.cursor.describe(Cursor.description!) }),
     output: EventListResult,
     annotations: read('List a contract\'s history'),
+    needs: op('listContractEvents'),
     readsContractFirst: true,
     run: (ops, args) => ops.listContractEvents(id(args), args as { limit?: number; cursor?: string }),
   },

@@ -4,12 +4,21 @@ import { keyRows } from '../db/keyRows.js';
 import { apiKeys } from '../db/schema.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { fingerprintOf, isWellFormedKey, keyDigest } from '../domain/keys.js';
-import type { KeyAccess } from './caller.js';
+import { PRESETS, permissionsFrom, type Permissions } from '../domain/permissions.js';
 import type { ServiceCall, ServiceContext } from './context.js';
 import { shopApiAccess } from './shops.js';
 
-/** What never changes about a key: who it belongs to and what it may do. Safe to cache; its state is not. */
-export type KnownKey = { keyId: string; shopId: string; fingerprint: string; access: KeyAccess; digest: string };
+/**
+ * What never changes about a key: who it belongs to. Safe to cache; its state (revoked? the plan, its permissions)
+ * is not.
+ */
+export type KnownKey = { keyId: string; shopId: string; fingerprint: string; digest: string };
+
+/** A key's permissions as its state has them now: the stored ones, or the preset its `access` names. */
+export function permissionsOfState(state: Pick<KeyState, 'access' | 'permissions'>): Permissions {
+  const preset = PRESETS[state.access === 'read_only' ? 'read_only' : 'read_write'];
+  return state.permissions == null ? preset : permissionsFrom(state.permissions, preset);
+}
 
 /** last_used_at is refreshed at most this often per key, so a busy key does not write on every request. */
 export const LAST_USED_PRECISION_MS = 60_000;
@@ -75,9 +84,9 @@ async function touchLastUsed(ctx: ServiceContext, keyId: string, now: Date): Pro
 }
 
 /**
- * digest → what never changes about a key (ids, fingerprint, access), so this cache can never be stale on anything
- * that decides access. Whether the key is revoked and whether its shop's plan allows the API are NOT cached: each
- * request reads them (services/caller.ts), so a key revoked on any instance is refused by every instance on its very
+ * digest → what never changes about a key (ids, fingerprint), so this cache can never be stale on anything
+ * that decides access. Whether the key is revoked, what it may do and whether its shop's plan allows the API are NOT
+ * cached: each request reads them (services/principal.ts), so a key revoked on any instance is refused by every instance on its very
  * next request, with no invalidation messages to lose. A hit saves the lookup's round trip. Only keys that existed
  * are cached (unknown keys never enter it), bounded, oldest first out.
  */
@@ -114,7 +123,8 @@ export class KeyCache {
 
 /**
  * Looks a well-formed key's digest up through the unique index (unknown or revoked → 401) and checks the shop's
- * plan (→ 403): the key, confirmed usable now. The digest is compared by the index, never byte by byte in code.
+ * plan (→ 403): the key, confirmed usable now, with its permissions now. The digest is compared by the index, never
+ * byte by byte in code.
  */
 export async function lookupKey({
   ctx,
@@ -124,7 +134,7 @@ export async function lookupKey({
   cache?: KeyCache;
   /** Told which key this is as soon as it is found, before it is judged (the request log records refusals too). */
   identified?: (key: { keyId: string; shopId: string; fingerprint: string }) => void;
-}>): Promise<KnownKey> {
+}>): Promise<KnownKey & { permissions: Permissions }> {
   const { digest } = input;
   const row = await keyRows(ctx.db).byDigest.load(digest);
   if (row && input.identified) input.identified({ keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) });
@@ -135,16 +145,16 @@ export async function lookupKey({
     await touchLastUsed(ctx, row!.keyId, now);
     lastUsedAt = now.getTime();
   }
-  const key: KnownKey = { keyId: row!.keyId, shopId: row!.shopId, fingerprint: fingerprintOf(digest), access: row!.access as KeyAccess, digest };
+  const key: KnownKey = { keyId: row!.keyId, shopId: row!.shopId, fingerprint: fingerprintOf(digest), digest };
   input.cache?.remember(key, lastUsedAt);
-  return key;
+  return { ...key, permissions: permissionsOfState(row!) };
 }
 
 /**
  * Checks, in the order docs/product.md §2 fixes: key shape and checksum (no I/O) → lookup by digest (unknown or revoked →
  * 401) → the shop's plan (→ 403). Without a cache: every call reads the database.
  */
-export async function authenticateApiKey({ ctx, input }: ServiceCall<{ authorization: string | undefined }>): Promise<KnownKey> {
+export async function authenticateApiKey({ ctx, input }: ServiceCall<{ authorization: string | undefined }>): Promise<KnownKey & { permissions: Permissions }> {
   const digest = presentedKeyDigest(input.authorization);
   if (digest instanceof AuthError) throw digest;
   return lookupKey({ ctx, input: { digest } });

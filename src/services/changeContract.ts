@@ -39,6 +39,8 @@ export type ContractChange = {
   preview?: boolean;
   /** No client waits on this change (a billing outcome): written in the background group commit. */
   background?: boolean;
+  /** A bulk job's item this change carries out: marked done by the change's own statement. */
+  bulkJob?: string;
 };
 
 /**
@@ -174,7 +176,7 @@ async function leasedChange(ctx: ServiceContext, change: ContractChange): Promis
         return { row, changed: false };
       }
       const done = await carryOut(ctx, change.shopId, row, p, now, false);
-      const w = writeOf(row, done.plan, now, change.record, done.mark);
+      const w = writeOf(row, done.plan, now, change.record, done.mark, change.bulkJob);
       if (await writesOf(ctx, change).load(w.write)) return w.committed;
       // Not written: a locked writer had the row for a moment (the write skips a locked row), or the lease lapsed
       // and another change was made. Under the lock, the same write if the contract is as it was planned from.
@@ -251,14 +253,15 @@ async function carryOut(ctx: ServiceContext, shopId: string, row: ContractRow, p
 }
 
 /** The write of a plan from `row`, and what the change answers once it is written. */
-function writeOf(row: ContractRow, p: Plan, now: Date, record?: IdempotencyRecord, mark?: MirrorMark): { write: ContractWrite; committed: CommittedChange } {
+function writeOf(row: ContractRow, p: Plan, now: Date, record?: IdempotencyRecord, mark?: MirrorMark, bulkJob?: string): { write: ContractWrite; committed: CommittedChange } {
   const changed = p.events.length > 0;
   const after = rowAfter(row, p.contract, changed ? now : row.updatedAt, row.version + p.events.length, mark);
   const rendered: string[] = [];
   let last: Contract | undefined;
   for (const e of p.events) rendered.push(JSON.stringify((last = toContract(after, e.after))));
   const committed = { row: after, changed, contract: last, json: changed ? rendered[rendered.length - 1] : undefined };
-  return { write: { before: row, after: p.contract, events: p.events, rendered, now, mirror: mark, record }, committed };
+  const bulkItem = bulkJob ? { jobId: bulkJob, currencyCode: row.totals.currencyCode, before: row.totals.total, after: p.contract.totals.total } : undefined;
+  return { write: { before: row, after: p.contract, events: p.events, rendered, now, mirror: mark, record, bulkItem }, committed };
 }
 
 /**

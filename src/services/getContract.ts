@@ -1,23 +1,24 @@
+import type { ContractText } from '../db/contractColumns.js';
+import type { ContractRow } from '../db/schema.js';
 import { assertContractId } from '../domain/contractId.js';
 import { isResumeDue } from '../domain/contract.js';
 import { contractJsonOf, parseJsonParts, toContract, type Contract } from '../domain/resources.js';
-import type { Caller } from './caller.js';
-import type { ServiceCall } from './context.js';
-import { currentContract, readContract, readContractText } from './readContract.js';
+import type { ServiceCall, ServiceContext } from './context.js';
+import type { ShopPrincipal } from './principal.js';
+import { currentContract, readContract } from './readContract.js';
 
-/** One contract of the caller's shop, as it is now (a due scheduled resume applied first). */
-export async function getContract({ ctx, input }: ServiceCall<{ caller: Caller; contractId: string }>): Promise<Contract> {
+/** One contract of the principal's shop, as it is now (a due scheduled resume applied first). */
+export async function getContract({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; contractId: string }>): Promise<Contract> {
   assertContractId(input.contractId);
-  return toContract(await currentContract(ctx, await readContract(ctx, input.caller, input.contractId)));
+  return toContract(await currentContract(ctx, await readContract(ctx, input.principal, input.contractId)));
 }
 
 /**
- * getContract as JSON text (the API's GET): read with the json columns as text and written around them, never parsed
- * (domain/resources.ts contractJsonOf). A contract whose resume is due is resumed first, as getContract does.
+ * A contract as JSON text, as it is now, from its row read with the json columns as text (the API's GET, after the
+ * runner's first read): written around them, never parsed (domain/resources.ts contractJsonOf). A contract whose
+ * resume is due is resumed first.
  */
-export async function getContractJson({ ctx, input }: ServiceCall<{ caller: Caller; contractId: string }>): Promise<string> {
-  assertContractId(input.contractId);
-  const text = await readContractText(ctx, input.caller, input.contractId);
+export async function contractJsonNow(ctx: ServiceContext, text: ContractText<ContractRow>): Promise<string> {
   if (!isResumeDue(text, ctx.clock.now())) return contractJsonOf(text);
   return JSON.stringify(toContract(await currentContract(ctx, parseJsonParts(text))));
 }

@@ -1,6 +1,6 @@
 import { ACTION_NAMES, ALLOWED_FROM, type ActionName } from '../domain/commands/registry.js';
 import type { Contract, ContractEvent } from '../domain/resources.js';
-import type { Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
 import { getContract } from './getContract.js';
 import { listContractEvents } from './listContractEvents.js';
@@ -20,7 +20,7 @@ export type ContractWithHistory = {
  * One contract of the caller's shop with its history, for the admin's contract page. The history is read first (it
  * settles a due scheduled resume and not_found), so the contract is never older than its newest event.
  */
-export async function getContractWithHistory({ ctx, input }: ServiceCall<{ caller: Caller; contractId: string }>): Promise<ContractWithHistory> {
+export async function getContractWithHistory({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; contractId: string }>): Promise<ContractWithHistory> {
   const { events, nextCursor } = await listContractEvents({ ctx, input });
   const contract = await getContract({ ctx, input });
   return { contract, allowedActions: allowedActions(contract.status), editable: ALLOWED_FROM.edit.includes(contract.status), events, eventsNextCursor: nextCursor };

@@ -6,7 +6,7 @@ import { invalidRequest } from '../domain/errors.js';
 import { PAGE_LIMIT } from '../domain/paging.js';
 import { BillingAttempt } from '../domain/resources.js';
 import { isoString, parseUtcTimestamp } from '../domain/time.js';
-import type { Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
 import { getContract } from './getContract.js';
 
@@ -16,17 +16,17 @@ type Page = { limit?: number; cursor?: string };
 export type AttemptPage = { billingAttempts: BillingAttempt[]; nextCursor: string | null };
 
 /** The attempts of one contract of the caller's shop (not_found for another shop's). */
-export async function listContractBillingAttempts({ ctx, input }: ServiceCall<{ caller: Caller; contractId: string } & Page>): Promise<AttemptPage> {
+export async function listContractBillingAttempts({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; contractId: string } & Page>): Promise<AttemptPage> {
   assertContractId(input.contractId);
   await getContract({ ctx, input });
-  return page(ctx, input, and(eq(billingAttempts.shopId, input.caller.shopId), eq(billingAttempts.contractId, input.contractId))!);
+  return page(ctx, input, and(eq(billingAttempts.shopId, input.principal.shopId), eq(billingAttempts.contractId, input.contractId))!);
 }
 
 /** The shop's attempts: optionally only those with `status`, or created at or after `since` (ISO 8601 UTC). */
-export async function listBillingAttempts({ ctx, input }: ServiceCall<{ caller: Caller; status?: AttemptStatus; since?: string } & Page>): Promise<AttemptPage> {
+export async function listBillingAttempts({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; status?: AttemptStatus; since?: string } & Page>): Promise<AttemptPage> {
   const since = input.since === undefined ? null : parseUtcTimestamp(input.since);
   if (input.since !== undefined && !since) throw invalidRequest('Invalid request: since must be an ISO 8601 timestamp in UTC ending in Z.', [{ path: 'since', message: 'must be an ISO 8601 timestamp in UTC ending in Z' }]);
-  const shopId = input.caller.shopId;
+  const shopId = input.principal.shopId;
   return page(
     ctx,
     input,

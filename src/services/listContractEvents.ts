@@ -2,7 +2,7 @@ import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import { contractEvents } from '../db/schema.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { toContractEvent, type ContractEvent } from '../domain/resources.js';
-import type { Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
 import { getContract } from './getContract.js';
 
@@ -10,7 +10,7 @@ import { getContract } from './getContract.js';
 export async function listContractEvents({
   ctx,
   input,
-}: ServiceCall<{ caller: Caller; contractId: string; limit?: number; cursor?: string }>): Promise<{
+}: ServiceCall<{ principal: ShopPrincipal; contractId: string; limit?: number; cursor?: string }>): Promise<{
   events: ContractEvent[];
   nextCursor: string | null;
 }> {
@@ -23,7 +23,7 @@ export async function listContractEvents({
     .where(
       and(
         eq(contractEvents.contractId, input.contractId),
-        eq(contractEvents.shopId, input.caller.shopId),
+        eq(contractEvents.shopId, input.principal.shopId),
         before ? lt(contractEvents.id, before) : sql`true`,
       ),
     )

@@ -1,34 +1,33 @@
-import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, lte } from 'drizzle-orm';
+import { matching } from '../db/contractFilterSql.js';
 import { contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
+import { criteriaOf, type ContractFilter } from '../domain/contractFilter.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { toContract, type Contract } from '../domain/resources.js';
-import type { Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall, ServiceContext } from './context.js';
 import { resumeDueContracts } from './resumeDueContracts.js';
 
-/** A page of the caller's shop's contracts in id order, optionally of one status; none shown paused past its resume. */
+/**
+ * A page of the principal's shop's contracts in id order, optionally only those a filter matches (statuses, a
+ * customer, a variant, next billing dates: domain/contractFilter.ts); none shown paused past its resume.
+ */
 export async function listContracts({
   ctx,
   input,
-}: ServiceCall<{ caller: Caller; status?: ContractStatus; limit?: number; cursor?: string }>): Promise<{
+}: ServiceCall<{ principal: ShopPrincipal; status?: ContractStatus | ContractStatus[]; limit?: number; cursor?: string } & Omit<ContractFilter, 'status'>>): Promise<{
   contracts: Contract[];
   nextCursor: string | null;
 }> {
-  const shopId = input.caller.shopId;
+  const shopId = input.principal.shopId;
   const limit = input.limit ?? PAGE_LIMIT.default;
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   await resumeDueOfShop(ctx, shopId);
   const rows = await ctx.db.orm
     .select()
     .from(contracts)
-    .where(
-      and(
-        eq(contracts.shopId, shopId),
-        input.status ? eq(contracts.status, input.status) : sql`true`,
-        after ? gt(contracts.id, after) : sql`true`,
-      ),
-    )
+    .where(and(matching(shopId, criteriaOf({ ...input, status: typeof input.status === 'string' ? [input.status] : input.status })), after ? gt(contracts.id, after) : undefined))
     .orderBy(asc(contracts.id))
     .limit(limit + 1);
   const { items, nextCursor } = toPage(rows, limit, (row) => toContract(row));

@@ -1,12 +1,9 @@
 import { attemptRows } from '../db/billingRows.js';
 import { DEFAULT_BILLING_POLICY, type BillingOutcome } from '../domain/billing.js';
 import { ServiceError } from '../domain/errors.js';
-import type { Actor } from '../domain/resources.js';
-import { changeContract } from './changeContract.js';
 import type { ServiceContext } from './context.js';
-
-/** The actor of every change renewals make by themselves. */
-export const BILLING_ACTOR: Actor = { type: 'billing' };
+import { SYSTEM } from './principal.js';
+import { runDecided } from './runner.js';
 
 export type OutcomeReport = {
   shopId: string;
@@ -20,7 +17,7 @@ export type OutcomeReport = {
 
 /**
  * THE entry point of every billing outcome, whatever its source (the test gateway, the platform's webhooks, a poll
- * of a pending attempt): it goes through the change path as the billing_outcome command (actor billing), so the
+ * of a pending attempt): it goes through the runner as the billing_outcome command (actor billing), so the
  * attempt, the contract (its schedule, its dunning, a final action), the events and their webhooks commit together.
  * Idempotent: an outcome already recorded, or one for an attempt that is no longer the contract's latest, changes
  * nothing (`changed: false`). Concurrent outcomes are written together (the change path's group commit). Throws
@@ -34,15 +31,12 @@ export async function recordBillingOutcome(ctx: ServiceContext, report: OutcomeR
   if (found.attemptStatus !== 'pending' && !(found.attemptStatus === 'action_required' && report.outcome.kind !== 'action_required')) {
     return { changed: false, contractId };
   }
-  const committed = await changeContract(ctx, {
-    shopId: report.shopId,
-    contractId,
-    read: found.contract,
-    background: true,
-    request: {
-      command: { name: 'billing_outcome', input: { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY } },
-      actor: BILLING_ACTOR,
-    },
-  });
+  const committed = await runDecided(
+    ctx,
+    SYSTEM.billing,
+    { shopId: report.shopId, contractId, read: found.contract },
+    { name: 'billing_outcome', input: { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY } },
+    { background: true },
+  );
   return { changed: !!committed?.changed, contractId };
 }

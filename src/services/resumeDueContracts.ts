@@ -1,10 +1,11 @@
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import { contracts } from '../db/schema.js';
-import { changeContract } from './changeContract.js';
+import { SYSTEM } from './principal.js';
+import { runCommand } from './runner.js';
 import type { ServiceCall } from './context.js';
 
 /**
- * Resumes paused contracts whose `resumeAt` has passed, oldest first, up to `limit`, each through the change path:
+ * Resumes paused contracts whose `resumeAt` has passed, oldest first, up to `limit`, each through the runner:
  * concurrent resumes go out as one batched write, and a contract that another writer changed meanwhile is planned
  * again under its lock, where it is no longer due. So any number of sweepers (and the lazy resume on reads) resume
  * each contract exactly once. Catches up on whatever a stopped process missed. `wait` (reads) waits for a contract
@@ -24,7 +25,7 @@ export async function resumeDueContracts({
     .limit(input.limit ?? 200);
   const results = await Promise.all(
     due.map((row) =>
-      changeContract(ctx, { shopId: row.shopId, contractId: row.id, read: row, request: null, skipLocked: !input.wait }).then((r) =>
+      runCommand(ctx, SYSTEM.scheduler, { shopId: row.shopId, contractId: row.id, read: row }, null, { skipLocked: !input.wait }).then((r) =>
         r?.changed ? now.getTime() - row.resumeAt!.getTime() : null,
       ),
     ),

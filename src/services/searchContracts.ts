@@ -5,7 +5,7 @@ import { fitsInt8 } from '../domain/contractId.js';
 import { invalidRequest } from '../domain/errors.js';
 import { PAGE_LIMIT } from '../domain/paging.js';
 import { toContract, type Contract } from '../domain/resources.js';
-import type { Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
 import { resumeDueOfShop } from './listContracts.js';
 
@@ -24,8 +24,8 @@ export type ContractSearchPage = { contracts: Contract[]; nextCursor: string | n
 export async function searchContracts({
   ctx,
   input,
-}: ServiceCall<{ caller: Caller; query?: string; status?: ContractStatus; limit?: number; cursor?: string }>): Promise<ContractSearchPage> {
-  const shopId = input.caller.shopId;
+}: ServiceCall<{ principal: ShopPrincipal; query?: string; status?: ContractStatus; limit?: number; cursor?: string }>): Promise<ContractSearchPage> {
+  const shopId = input.principal.shopId;
   const limit = input.limit ?? PAGE_LIMIT.default;
   const cursor = input.cursor ? decodeSearchCursor(input.cursor) : null;
   await resumeDueOfShop(ctx, shopId);

@@ -6,7 +6,7 @@ import { fitsInt8 } from '../domain/contractId.js';
 import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
 import { isKeyEventType, messageId, testEvent, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';
-import { assertMayChange, type Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
 import { endpointRow } from './webhookEndpoints.js';
 
@@ -38,8 +38,8 @@ function toDelivery(row: WebhookDeliveryRow, attempts: WebhookAttemptRow[], idle
 export async function listWebhookDeliveries({
   ctx,
   input,
-}: ServiceCall<{ caller: Caller; endpointId: string; limit?: number; cursor?: string }>): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
-  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+}: ServiceCall<{ principal: ShopPrincipal; endpointId: string; limit?: number; cursor?: string }>): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  const endpoint = await endpointRow(ctx, input.principal, input.endpointId);
   const limit = input.limit ?? PAGE_LIMIT.default;
   const before = input.cursor ? decodeCursor(input.cursor) : null;
   const rows = await ctx.db.orm
@@ -61,9 +61,8 @@ export async function listWebhookDeliveries({
  * Sends a delivery again, now, with the same webhook-id (a receiver that already has it can drop it) and the whole
  * retry schedule ahead of it.
  */
-export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; deliveryId: string }>): Promise<WebhookDelivery> {
-  assertMayChange(input.caller);
-  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; endpointId: string; deliveryId: string }>): Promise<WebhookDelivery> {
+  const endpoint = await endpointRow(ctx, input.principal, input.endpointId);
   // Ids are int8: one past it (or not digits at all) names no delivery.
   if (!fitsInt8(input.deliveryId)) throw new ServiceError('not_found', 'No delivery with this id exists for this endpoint.');
   const mine = and(eq(webhookDeliveries.id, input.deliveryId), eq(webhookDeliveries.endpointId, endpoint.id));
@@ -100,10 +99,9 @@ export async function resendWebhookDelivery({ ctx, input }: ServiceCall<{ caller
 }
 
 /** Sends again every delivery that failed since `since` (what failed while an endpoint was failing). */
-export async function resendFailedDeliveries({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<{ resent: number }> {
-  assertMayChange(input.caller);
+export async function resendFailedDeliveries({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; endpointId: string; body: unknown }>): Promise<{ resent: number }> {
   const { since } = parseInput(z.strictObject({ since: UtcTimestamp.describe('Resend the deliveries that failed from this moment on.') }), input.body ?? {});
-  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  const endpoint = await endpointRow(ctx, input.principal, input.endpointId);
   const resent = await ctx.db.orm
     .update(webhookDeliveries)
     .set({ status: 'pending', attempts: 0, nextAttemptAt: ctx.clock.now(), finishedAt: null })
@@ -127,10 +125,9 @@ function sampleKeyEvent(): KeyLeakedData & { test: true } {
 }
 
 /** Queues a test event of any type to the endpoint, delivered, signed and logged like any other (test: true). */
-export async function sendTestWebhook({ ctx, input }: ServiceCall<{ caller: Caller; endpointId: string; body: unknown }>): Promise<WebhookDelivery> {
-  assertMayChange(input.caller);
+export async function sendTestWebhook({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; endpointId: string; body: unknown }>): Promise<WebhookDelivery> {
   const { type } = parseInput(TestEventInput, input.body ?? {});
-  const endpoint = await endpointRow(ctx, input.caller, input.endpointId);
+  const endpoint = await endpointRow(ctx, input.principal, input.endpointId);
   const now = ctx.clock.now();
   const [row] = await ctx.db.orm
     .insert(webhookDeliveries)

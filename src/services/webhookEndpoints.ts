@@ -11,13 +11,13 @@ import {
 } from '../domain/webhooks.js';
 import { iso } from '../domain/time.js';
 import { checkEndpointUrl } from '../webhooks/addressGuard.js';
-import { assertMayChange, type Caller } from './caller.js';
+import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall, ServiceContext } from './context.js';
 
 /**
  * A shop's webhook endpoints (docs/product.md §10), the same for the admin screen and the public API. One resource's verbs in
  * one file: each is a few lines over the same row and rules. Every query is scoped to the caller's shop; a change
- * needs a read-write caller.
+ * is authorized by the operation that asks (domain/operations.ts).
  */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -39,26 +39,25 @@ export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
 }
 
 /** The caller's endpoint row (not_found for another shop's, or an id that cannot be one). */
-export async function endpointRow(ctx: ServiceContext, caller: Caller, id: string): Promise<WebhookEndpointRow> {
+export async function endpointRow(ctx: ServiceContext, principal: ShopPrincipal, id: string): Promise<WebhookEndpointRow> {
   if (!UUID.test(id)) throw notFound();
   const [row] = await ctx.db.orm
     .select()
     .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.shopId, caller.shopId)));
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.shopId, principal.shopId)));
   if (!row) throw notFound();
   return row;
 }
 
 /** Adds an endpoint (at most 10 per shop, under concurrency too). The secret is returned here and on rotation. */
-export async function createWebhookEndpoint({ ctx, input }: ServiceCall<{ caller: Caller; body: unknown }>): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-  assertMayChange(input.caller);
+export async function createWebhookEndpoint({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; body: unknown }>): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const body = parseInput(WebhookEndpointInput, input.body ?? {});
   await checkEndpointUrl(body.url, ctx.webhookAddresses);
   const now = ctx.clock.now();
   return ctx.db.orm.transaction(async (tx) => {
     // The shop row is locked while the endpoints are counted: the limit holds with concurrent requests.
-    await tx.select({ id: shops.id }).from(shops).where(eq(shops.id, input.caller.shopId)).for('update');
-    const [{ n }] = await tx.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.shopId, input.caller.shopId));
+    await tx.select({ id: shops.id }).from(shops).where(eq(shops.id, input.principal.shopId)).for('update');
+    const [{ n }] = await tx.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.shopId, input.principal.shopId));
     if (n >= MAX_WEBHOOK_ENDPOINTS) {
       throw new ServiceError('endpoint_limit_reached', `This shop already has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the maximum. Delete one first.`);
     }
@@ -66,7 +65,7 @@ export async function createWebhookEndpoint({ ctx, input }: ServiceCall<{ caller
     const [row] = await tx
       .insert(webhookEndpoints)
       .values({
-        shopId: input.caller.shopId,
+        shopId: input.principal.shopId,
         url: body.url,
         description: body.description ?? null,
         events: body.events,
@@ -80,17 +79,17 @@ export async function createWebhookEndpoint({ ctx, input }: ServiceCall<{ caller
   });
 }
 
-export async function listWebhookEndpoints({ ctx, input }: ServiceCall<{ caller: Caller }>): Promise<{ endpoints: WebhookEndpoint[] }> {
+export async function listWebhookEndpoints({ ctx, input }: ServiceCall<{ principal: ShopPrincipal }>): Promise<{ endpoints: WebhookEndpoint[] }> {
   const rows = await ctx.db.orm
     .select()
     .from(webhookEndpoints)
-    .where(eq(webhookEndpoints.shopId, input.caller.shopId))
+    .where(eq(webhookEndpoints.shopId, input.principal.shopId))
     .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id));
   return { endpoints: rows.map(toWebhookEndpoint) };
 }
 
-export async function getWebhookEndpoint({ ctx, input }: ServiceCall<{ caller: Caller; id: string }>): Promise<WebhookEndpoint> {
-  return toWebhookEndpoint(await endpointRow(ctx, input.caller, input.id));
+export async function getWebhookEndpoint({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; id: string }>): Promise<WebhookEndpoint> {
+  return toWebhookEndpoint(await endpointRow(ctx, input.principal, input.id));
 }
 
 /**
@@ -100,10 +99,9 @@ export async function getWebhookEndpoint({ ctx, input }: ServiceCall<{ caller: C
 export async function updateWebhookEndpoint({
   ctx,
   input,
-}: ServiceCall<{ caller: Caller; id: string; body: unknown }>): Promise<{ endpoint: WebhookEndpoint; resendable?: { count: number; since: string } }> {
-  assertMayChange(input.caller);
+}: ServiceCall<{ principal: ShopPrincipal; id: string; body: unknown }>): Promise<{ endpoint: WebhookEndpoint; resendable?: { count: number; since: string } }> {
   const patch = parseInput(WebhookEndpointPatch, input.body ?? {});
-  const row = await endpointRow(ctx, input.caller, input.id);
+  const row = await endpointRow(ctx, input.principal, input.id);
   if (patch.url !== undefined) await checkEndpointUrl(patch.url, ctx.webhookAddresses);
   const now = ctx.clock.now();
   const set: Partial<WebhookEndpointRow> = { updatedAt: now };
@@ -140,9 +138,8 @@ export async function updateWebhookEndpoint({
  * Deletes an endpoint with its delivery log (the deliveries, and their attempts with them); nothing more is sent to
  * it. A delivery that a change commits while this runs is dropped by the dispatcher's claim (migration 0010).
  */
-export async function deleteWebhookEndpoint({ ctx, input }: ServiceCall<{ caller: Caller; id: string }>): Promise<void> {
-  assertMayChange(input.caller);
-  const row = await endpointRow(ctx, input.caller, input.id);
+export async function deleteWebhookEndpoint({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; id: string }>): Promise<void> {
+  const row = await endpointRow(ctx, input.principal, input.id);
   await ctx.db.transaction(async (run) => {
     await run('DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [row.id]);
     await run('DELETE FROM webhook_endpoints WHERE id = $1', [row.id]);
@@ -150,9 +147,8 @@ export async function deleteWebhookEndpoint({ ctx, input }: ServiceCall<{ caller
 }
 
 /** A new signing secret; the previous one keeps signing beside it for 24 h, so receivers can switch without a gap. */
-export async function rotateWebhookSecret({ ctx, input }: ServiceCall<{ caller: Caller; id: string }>): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-  assertMayChange(input.caller);
-  const row = await endpointRow(ctx, input.caller, input.id);
+export async function rotateWebhookSecret({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; id: string }>): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  const row = await endpointRow(ctx, input.principal, input.id);
   const now = ctx.clock.now();
   const secret = newWebhookSecret();
   const [updated] = await ctx.db.orm
@@ -164,8 +160,8 @@ export async function rotateWebhookSecret({ ctx, input }: ServiceCall<{ caller: 
 }
 
 /** The signing secret, for the merchant on the admin screen ("reveal"); and the previous one while it still signs. */
-export async function revealWebhookSecret({ ctx, input }: ServiceCall<{ caller: Caller; id: string }>): Promise<{ secret: string; previousSecretExpiresAt: string | null }> {
-  const row = await endpointRow(ctx, input.caller, input.id);
+export async function revealWebhookSecret({ ctx, input }: ServiceCall<{ principal: ShopPrincipal; id: string }>): Promise<{ secret: string; previousSecretExpiresAt: string | null }> {
+  const row = await endpointRow(ctx, input.principal, input.id);
   const overlapping = row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > ctx.clock.now().getTime();
   return { secret: row.secret, previousSecretExpiresAt: overlapping ? iso(row.previousSecretExpiresAt) : null };
 }

@@ -1,16 +1,11 @@
-import { mapInLanes } from '../lanes.js';
 import { randomUUID } from 'node:crypto';
 import { claimDueContracts, lockDueContracts, unsubmittedAttempts, type UnsubmittedAttempt } from '../db/billingRows.js';
-import { isDatabaseUnavailable } from '../db/client.js';
 import { contractRows } from '../db/contractRows.js';
 import type { ContractRow } from '../db/schema.js';
-import type { AttemptState } from '../domain/billing.js';
-import type { Request } from '../domain/commands/plan.js';
 import type { Command } from '../domain/commands/registry.js';
-import { changeContract, changeLockedBatch, type CommittedChange } from '../services/changeContract.js';
 import type { ServiceContext } from '../services/context.js';
-import { BILLING_ACTOR } from '../services/recordBillingOutcome.js';
-import { submitBillingAttempt } from '../services/submitBillingAttempt.js';
+import { SYSTEM } from '../services/principal.js';
+import { runCommandBatch, submitAttempts } from '../services/runner.js';
 import { Worker, type WorkerLog } from './worker.js';
 
 /** Contracts claimed per statement. */
@@ -30,8 +25,6 @@ const UNSUBMITTED_AFTER_MS = 30_000;
  */
 const RESUBMIT_AFTER_MS = 10 * 60_000;
 
-type Billed = { kind: 'attempted'; contract: ContractRow; attempt: AttemptState } | { kind: 'missed' } | null;
-
 export type BillingWorkerOptions = {
   intervalMs: number;
   maxLateMs: number;
@@ -45,7 +38,7 @@ export type BillingWorkerOptions = {
 
 /**
  * Renewals' worker: every `intervalMs` it bills every ACTIVE contract that is due (its next billing date or its
- * scheduled retry has come), through the change path, then hands the attempts to the gateway.
+ * scheduled retry has come), through the command runner, then hands the attempts to the gateway.
  *
  * Per round, batch after batch: each due contract becomes a `bill` (an attempt, pending) or, for a cycle later than
  * `maxLateMs`, a `billing_missed`. In standalone mode a batch is locked, planned and written in one transaction
@@ -88,20 +81,27 @@ export class BillingWorker extends Worker {
     let handing: Promise<void> = Promise.resolve();
     try {
       for (;;) {
-        const { taken, planned } = this.ctx.platform.callsOut ? await this.claimAndBill(batch) : await this.lockAndBillOrEach(batch, leftDue);
-        if (!taken) break;
-        if (taken === batch && !this.ctx.platform.callsOut) this.catchingUp = true;
-        const attempts: { contract: ContractRow; attempt: AttemptState }[] = [];
-        for (const p of planned) {
-          if (p?.kind === 'attempted') attempts.push(p);
-          else if (p?.kind === 'missed') done.missed++;
+        const { outcomes, after } = await this.billBatch(batch, leftDue);
+        if (!outcomes.length) break;
+        if (outcomes.length === batch && !this.ctx.platform.callsOut) this.catchingUp = true;
+        for (const o of outcomes) {
+          if (o.error) this.couldNotBill(o.row, o.error);
+          if (!o.committed?.changed) {
+            leftDue.push(o.row.id);
+            continue;
+          }
+          if (o.request?.command.name === 'billing_missed') done.missed++;
+          else done.attempted++;
         }
-        done.attempted += attempts.length;
         await handing;
-        handing = this.submitAll(attempts).then((n) => {
+        handing = after((attemptId, err) => {
+          // Left pending and unsubmitted: handed over again once UNSUBMITTED_AFTER_MS have passed.
+          this.stats.submitFailures++;
+          this.log?.error({ err: { message: (err as Error).message }, attemptId }, 'could not hand a billing attempt to the gateway');
+        }).then((n) => {
           done.submitted += n;
         });
-        if (taken < batch) break;
+        if (outcomes.length < batch) break;
       }
       await handing;
       done.submitted += await this.resubmit();
@@ -121,102 +121,35 @@ export class BillingWorker extends Worker {
   }
 
   /**
-   * Platform mode: a batch of due contracts claimed (one statement), then each billed through the change path, which
-   * leases it while the platform is told. At most `concurrency` changes in flight, not the whole batch: the requests
-   * the instance serves meanwhile share its database connections, and wait behind tens of changes, not hundreds.
+   * One batch of due contracts through the runner: in standalone mode locked, planned and billed in one transaction
+   * (SKIP LOCKED, so workers on other instances take other contracts; one commit and no claim to write first); in
+   * platform mode claimed by one statement and each billed on its own, leased while the platform is told, at most
+   * `concurrency` in flight (the requests the instance serves meanwhile share its database connections).
    */
-  private async claimAndBill(limit: number): Promise<{ taken: number; planned: Billed[] }> {
+  private billBatch(limit: number, leftDue: string[]) {
     const now = this.ctx.clock.now();
-    const due = await claimDueContracts(this.ctx.db, { now, until: new Date(now.getTime() + CLAIM_MS), limit, shopId: this.opts.shopId });
-    const planned = await mapInLanes(due, this.opts.concurrency, async (row) => {
-      const request = this.requestOf(row, now);
-      try {
-        const committed = await changeContract(this.ctx, { shopId: row.shopId, contractId: row.id, read: row, request });
-        return this.billed(request, committed);
-      } catch (err) {
-        // One contract's trouble (a platform refusal, say) does not stop the others; its claim lapses and it is tried again.
-        this.couldNotBill(row, err);
-        return null;
-      }
-    });
-    return { taken: due.length, planned };
-  }
-
-  /**
-   * Standalone mode: a batch of due contracts locked, planned and billed in one transaction (the change path's
-   * changeLockedBatch): one commit, and no claim to write first. The lock is held only while the batch is planned and
-   * written, so the batch is kept small.
-   */
-  private async lockAndBill(limit: number, leftDue: string[]): Promise<{ taken: number; planned: Billed[] }> {
-    const now = this.ctx.clock.now();
-    const changes = await changeLockedBatch(
+    return runCommandBatch(
       this.ctx,
-      (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId, except: leftDue }),
-      (row) => this.requestOf(row, now),
+      SYSTEM.billing,
+      {
+        lock: (run) => lockDueContracts(run, { now, limit, shopId: this.opts.shopId, except: leftDue }),
+        claim: () => claimDueContracts(this.ctx.db, { now, until: new Date(now.getTime() + CLAIM_MS), limit, shopId: this.opts.shopId }),
+        lanes: this.opts.concurrency,
+      },
+      (row) => this.commandOf(row, now),
+      { onLockFailure: (err) => this.log?.error({ err: { message: (err as Error).message } }, 'could not bill a batch of contracts at once; billing them one by one') },
     );
-    const planned = changes.map((c) => {
-      if (c.error) this.couldNotBill(c.row, c.error);
-      if (!c.committed?.changed) leftDue.push(c.row.id);
-      return this.billed(c.request!, c.committed);
-    });
-    return { taken: changes.length, planned };
-  }
-
-  /**
-   * lockAndBill, or, when its statement fails for a reason other than the database being unreachable (one contract's
-   * row the statement refuses, say), the same batch contract by contract (claimAndBill): one contract's trouble never
-   * stops the others.
-   */
-  private async lockAndBillOrEach(limit: number, leftDue: string[]): Promise<{ taken: number; planned: Billed[] }> {
-    try {
-      return await this.lockAndBill(limit, leftDue);
-    } catch (err) {
-      if (isDatabaseUnavailable(err)) throw err;
-      this.log?.error({ err: { message: (err as Error).message } }, 'could not bill a batch of contracts at once; billing them one by one');
-      return this.claimAndBill(limit);
-    }
   }
 
   /** What the worker asks of a due contract: its attempt, or, for a scheduled cycle later than `maxLateMs`, a missed cycle. */
-  private requestOf(row: ContractRow, now: Date): Request & object {
+  private commandOf(row: ContractRow, now: Date): Command {
     const { maxLateMs } = this.opts;
     const late = row.billingNextAttemptAt === null && now.getTime() - row.nextBillingDate.getTime() > maxLateMs;
-    const command: Command = late ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId: randomUUID(), maxLateMs } };
-    return { command, actor: BILLING_ACTOR };
-  }
-
-  /** The attempt a committed change created (or its missed cycle); null when the contract was no longer due. */
-  private billed(request: Request & object, committed: CommittedChange | null): Billed {
-    if (!committed?.changed) return null;
-    if (request.command.name === 'billing_missed') return { kind: 'missed' };
-    const attempt = committed.row.billingLastAttempt;
-    const wanted = request.command.name === 'bill' ? request.command.input.attemptId : undefined;
-    return attempt && attempt.id === wanted ? { kind: 'attempted', contract: committed.row, attempt } : null;
+    return late ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId: randomUUID(), maxLateMs } };
   }
 
   private couldNotBill(row: ContractRow, err: unknown): void {
     this.log?.error({ err: { message: (err as Error).message }, contractId: row.id }, 'could not bill a contract');
-  }
-
-  /** Hands attempts to the gateway, `concurrency` at a time; answers how many it took. */
-  private async submitAll(attempts: { contract: ContractRow; attempt: Pick<AttemptState, 'id' | 'cycleDate' | 'attempt' | 'amount'> }[]): Promise<number> {
-    let next = 0;
-    let ok = 0;
-    const runner = async () => {
-      while (next < attempts.length) {
-        const a = attempts[next++];
-        try {
-          await submitBillingAttempt(this.ctx, a.contract, a.attempt);
-          ok++;
-        } catch (err) {
-          // Left pending and unsubmitted: handed over again once UNSUBMITTED_AFTER_MS have passed.
-          this.stats.submitFailures++;
-          this.log?.error({ err: { message: (err as Error).message }, attemptId: a.attempt.id }, 'could not hand a billing attempt to the gateway');
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, attempts.length) }, runner));
-    return ok;
   }
 
   /** Pending attempts a crash left unsubmitted, or with no outcome for long: handed over again, same key. */
@@ -235,6 +168,14 @@ export class BillingWorker extends Worker {
         return contract ? { contract, attempt: { id: a.id, cycleDate: a.cycleDate.toISOString(), attempt: a.attempt, amount: { amount: a.amount, currencyCode: a.currencyCode } } } : null;
       }),
     );
-    return this.submitAll(withContracts.filter((x) => x !== null));
+    return submitAttempts(
+      this.ctx,
+      withContracts.filter((x) => x !== null).map((x) => ({ row: x.contract, attempt: x.attempt })),
+      this.opts.concurrency,
+      (attemptId, err) => {
+        this.stats.submitFailures++;
+        this.log?.error({ err: { message: (err as Error).message }, attemptId }, 'could not hand a billing attempt to the gateway');
+      },
+    );
   }
 }

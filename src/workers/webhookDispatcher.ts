@@ -50,6 +50,7 @@ function contractEventBody(d: ClaimedDelivery): string {
         at: d.event.at,
         actorType: d.event.actorType,
         actorKeyFingerprint: d.event.actorKeyFingerprint,
+        actorId: d.event.actorId,
         fromStatus: d.event.fromStatus,
         toStatus: d.event.toStatus,
         data: d.event.data,

@@ -3,7 +3,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { BillingOutcome } from '../../src/domain/billing.js';
 import { changeContract } from '../../src/services/changeContract.js';
-import { BILLING_ACTOR, recordBillingOutcome } from '../../src/services/recordBillingOutcome.js';
+import { recordBillingOutcome } from '../../src/services/recordBillingOutcome.js';
+import { SYSTEM } from '../../src/services/principal.js';
 import { contractRow, insertContract } from '../support/fixtures.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
 import { expectNoClippedTables } from './clipping.js';
@@ -50,7 +51,7 @@ describeInBrowser('admin UI: renewals in a real browser', () => {
     try {
       const attemptId = randomUUID();
       const read = await contractRow(s.t, contractId);
-      const committed = await changeContract(s.t.ctx, { shopId, contractId, read, request: { command: { name: 'bill', input: { attemptId, maxLateMs: 3 * DAY } }, actor: BILLING_ACTOR } });
+      const committed = await changeContract(s.t.ctx, { shopId, contractId, read, request: { command: { name: 'bill', input: { attemptId, maxLateMs: 3 * DAY } }, actor: SYSTEM.billing.actor } });
       expect(committed?.changed).toBe(true);
       await recordBillingOutcome(s.t.ctx, { shopId, attemptId, outcome });
     } finally {

@@ -2,7 +2,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RETRY_DELAYS_MS, WEBHOOK_EVENT_TYPES } from '../../src/domain/webhooks.js';
-import type { Caller } from '../../src/services/caller.js';
+import { adminPrincipal } from '../../src/services/principal.js';
 import { sendTestWebhook } from '../../src/services/webhookDeliveries.js';
 import { createWebhookEndpoint, getWebhookEndpoint, listWebhookEndpoints } from '../../src/services/webhookEndpoints.js';
 import { setShopPlan } from '../../src/services/shops.js';
@@ -40,8 +40,8 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
   const shopOn = async () => {
     const domain = uniqueShop('hooks');
     const shop = await setShopPlan({ ctx: s.t.ctx, input: { domain, plan: 'enterprise' } });
-    const caller: Caller = { shopId: shop.id, actor: { type: 'admin' }, access: 'read_write' };
-    return { domain, shopId: shop.id, caller };
+    const principal = adminPrincipal(shop.id);
+    return { domain, shopId: shop.id, principal };
   };
   const tab = async (opts?: Parameters<typeof openTab>[1]) => {
     const t = await openTab(browser, opts);
@@ -183,9 +183,9 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
   });
 
   it('a failing receiver: the failed delivery, its attempts, Resend from the log; rotation signs with both secrets', async () => {
-    const { domain, caller } = await shopOn();
+    const { domain, principal } = await shopOn();
     const url = `${receiver.url}/shop-b`;
-    await createWebhookEndpoint({ ctx: s.t.ctx, input: { caller, body: { url, events: ['*'] } } });
+    await createWebhookEndpoint({ ctx: s.t.ctx, input: { principal, body: { url, events: ['*'] } } });
     const t = await tab();
     const { page } = t;
     await open(t, domain);
@@ -253,14 +253,14 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
   });
 
   it('says why an endpoint was disabled (5 days failing, 410 Gone, by hand); enabling it offers to resend what failed; edit and delete', async () => {
-    const { domain, caller } = await shopOn();
+    const { domain, principal } = await shopOn();
     const url = `${receiver.url}/shop-c`;
-    const { endpoint } = await createWebhookEndpoint({ ctx: s.t.ctx, input: { caller, body: { url, description: 'Fulfilment', events: ['*'] } } });
+    const { endpoint } = await createWebhookEndpoint({ ctx: s.t.ctx, input: { principal, body: { url, description: 'Fulfilment', events: ['*'] } } });
 
     // The receiver is down for 5 days: the first delivery runs out of attempts (about 3 days), and the next failure
     // past 5 days disables the endpoint.
     receiver.down = true;
-    const first = await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.paused' } } });
+    const first = await sendTestWebhook({ ctx: s.t.ctx, input: { principal, endpointId: endpoint.id, body: { type: 'contract.paused' } } });
     await dispatcher.tick();
 
     // Failing but still enabled: the page says since when, and what happens after 5 days.
@@ -272,11 +272,11 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await c.getByText(/^Failing since /).waitFor();
 
     await exhaustRetries();
-    await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.skipped' } } });
+    await sendTestWebhook({ ctx: s.t.ctx, input: { principal, endpointId: endpoint.id, body: { type: 'contract.skipped' } } });
     await dispatcher.tick();
     s.t.clock.advance(2 * 24 * 3600 * 1000);
     await dispatcher.tick();
-    expect(await getWebhookEndpoint({ ctx: s.t.ctx, input: { caller, id: endpoint.id } })).toMatchObject({ status: 'disabled', disabledReason: 'failing' });
+    expect(await getWebhookEndpoint({ ctx: s.t.ctx, input: { principal, id: endpoint.id } })).toMatchObject({ status: 'disabled', disabledReason: 'failing' });
 
     await open(t, domain);
     await c.getByText('Disabled', { exact: true }).waitFor();
@@ -317,7 +317,7 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     // moved: a second passes, so the disabling comes after the failure above, as it would in real time.)
     // A delivery not yet sent when it is disabled waits, and the log says so; it goes once the endpoint is enabled.
     s.t.clock.advance(1000);
-    const held = await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: endpoint.id, body: { type: 'contract.rescheduled' } } });
+    const held = await sendTestWebhook({ ctx: s.t.ctx, input: { principal, endpointId: endpoint.id, body: { type: 'contract.rescheduled' } } });
     await c.getByRole('button', { name: 'Disable', exact: true }).click();
     await c.getByText('Disabled by hand').waitFor();
     await dispatcher.tick();
@@ -342,7 +342,7 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await dialog.waitFor({ state: 'detached' });
     await c.getByText('contract.resumed', { exact: true }).waitFor();
     expect(await c.getByText('All events').count()).toBe(0);
-    expect((await getWebhookEndpoint({ ctx: s.t.ctx, input: { caller, id: endpoint.id } })).events).toEqual(['contract.resumed']);
+    expect((await getWebhookEndpoint({ ctx: s.t.ctx, input: { principal, id: endpoint.id } })).events).toEqual(['contract.resumed']);
 
     // Delete, after a confirmation naming the URL.
     await c.getByRole('button', { name: 'Delete', exact: true }).click();
@@ -352,17 +352,17 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     await dialog.getByRole('button', { name: 'Delete endpoint' }).click();
     await dialog.waitFor({ state: 'detached' });
     await page.getByText('No webhook endpoints yet').waitFor();
-    expect((await listWebhookEndpoints({ ctx: s.t.ctx, input: { caller } })).endpoints).toEqual([]);
+    expect((await listWebhookEndpoints({ ctx: s.t.ctx, input: { principal } })).endpoints).toEqual([]);
     done();
   });
 
   it('at 10 endpoints Add is disabled with the reason; readable at 375 px', async () => {
-    const { domain, caller } = await shopOn();
+    const { domain, principal } = await shopOn();
     for (let i = 0; i < 10; i++) {
-      await createWebhookEndpoint({ ctx: s.t.ctx, input: { caller, body: { url: `${receiver.url}/shop-d/${i}`, events: i % 2 ? ['contract.paused'] : ['*'] } } });
+      await createWebhookEndpoint({ ctx: s.t.ctx, input: { principal, body: { url: `${receiver.url}/shop-d/${i}`, events: i % 2 ? ['contract.paused'] : ['*'] } } });
     }
-    const { id } = (await listWebhookEndpoints({ ctx: s.t.ctx, input: { caller } })).endpoints.find((e) => e.url.endsWith('/shop-d/0'))!;
-    await sendTestWebhook({ ctx: s.t.ctx, input: { caller, endpointId: id, body: { type: 'contract.rescheduled' } } });
+    const { id } = (await listWebhookEndpoints({ ctx: s.t.ctx, input: { principal } })).endpoints.find((e) => e.url.endsWith('/shop-d/0'))!;
+    await sendTestWebhook({ ctx: s.t.ctx, input: { principal, endpointId: id, body: { type: 'contract.rescheduled' } } });
     await dispatcher.tick();
 
     const t = await tab({ width: 375, height: 812 });

@@ -122,7 +122,7 @@ describe('the signature of a delivery', () => {
     secret: `whsec_${randomBytes(24).toString('base64')}`,
     previousSecret: null,
     previousSecretExpiresAt: null,
-    event: { at: new Date('2026-11-29T10:00:00Z'), actorType: 'api_key', actorKeyFingerprint: 'svc_live_abcd…wxyz', fromStatus: 'ACTIVE', toStatus: 'PAUSED', data: {} },
+    event: { at: new Date('2026-11-29T10:00:00Z'), actorType: 'api_key', actorKeyFingerprint: 'svc_live_abcd…wxyz', actorId: null, fromStatus: 'ACTIVE', toStatus: 'PAUSED', data: {} },
     ...over,
   });
 

@@ -1,3 +1,4 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf } from '../contract.js';
 import { defineCommand, oneEvent } from './command.js';
@@ -13,6 +14,7 @@ export type BillInput = { attemptId: string; maxLateMs: number };
 
 export const bill = defineCommand({
   name: 'bill',
+  policy: { permission: need('billing', 'write'), actors: ['billing'], after: 'hand_to_gateway' },
   input: z.custom<BillInput>(),
   allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
   allowedWhileBilling: true,

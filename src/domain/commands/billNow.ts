@@ -1,3 +1,4 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf, withoutDunning } from '../contract.js';
 import { addInterval } from '../time.js';
@@ -13,6 +14,12 @@ export type BillNowInput = { attemptId?: string };
 
 export const billNow = defineCommand({
   name: 'bill_now',
+  policy: {
+    permission: need('billing', 'write'),
+    actors: ['api_key', 'mcp', 'oauth', 'admin'],
+    needs: ['attempt_id'],
+    after: 'hand_to_gateway',
+  },
   input: z
     .strictObject({})
     .meta({ description: 'Bill the current cycle now; the schedule restarts from now (nextBillingDate = now + one interval).' }) as unknown as z.ZodType<BillNowInput>,

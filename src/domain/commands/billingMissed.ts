@@ -1,3 +1,4 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { isBillingPending } from '../billing.js';
 import { nextBillingAfter, stateOf } from '../contract.js';
@@ -14,6 +15,7 @@ export type BillingMissedInput = { maxLateMs: number };
 
 export const billingMissed = defineCommand({
   name: 'billing_missed',
+  policy: { permission: need('billing', 'write'), actors: ['billing'] },
   input: z.custom<BillingMissedInput>(),
   allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
   allowedWhileBilling: true,

@@ -1,3 +1,4 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { durationMs, failureKind, type AttemptState, type BillingOutcome, type BillingPolicy } from '../billing.js';
 import { stateOf, withoutDunning, type ContractState } from '../contract.js';
@@ -23,6 +24,7 @@ const CANCELLATION_REASON = 'Payment failed after every retry.';
 
 export const billingOutcome = defineCommand({
   name: 'billing_outcome',
+  policy: { permission: need('billing', 'write'), actors: ['billing'] },
   input: z.custom<BillingOutcomeInput>(),
   allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
   allowedWhileBilling: true,

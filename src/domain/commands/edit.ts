@@ -1,8 +1,9 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { totalsOf, type ContractState } from '../contract.js';
 import type { ErrorDetail } from '../errors.js';
-import { invalidInput, issuesToDetails, ServiceError } from '../errors.js';
-import { defineCommand } from './command.js';
+import { invalidInput, issuesToDetails, parseInput, ServiceError } from '../errors.js';
+import { defineCommand, SHOP_ACTORS } from './command.js';
 import { futureTimestamps } from './dates.js';
 import { EDIT_OPERATIONS, EDIT_OPERATION_NAMES, type EditOperation } from './edits/index.js';
 import { EditRejected, type Catalog, type EditContext } from './edits/operation.js';
@@ -48,7 +49,13 @@ export function parseOperations(raw: { op: string }[]): EditOperation[] {
 
 export const edit = defineCommand({
   name: 'edit',
+  policy: { permission: need('contracts', 'write'), actors: SHOP_ACTORS, needs: ['catalog'] },
   input: z.custom<EditInput>(),
+  fromClient(raw) {
+    const body = parseInput(EditBody, raw);
+    // The catalog and the new lines' ids are the runner's to fill in (the policy's needs).
+    return { operations: parseOperations(body.operations), preview: body.preview === true, catalog: null, newIds: [] };
+  },
   allowedFrom: ['ACTIVE', 'PAUSED'],
   events: ['contract.updated'],
   check: (input, now) =>

@@ -1,11 +1,13 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf } from '../contract.js';
 import { iso, parseUtcTimestamp } from '../time.js';
-import { defineCommand, oneEvent } from './command.js';
+import { defineCommand, SHOP_ACTORS, oneEvent } from './command.js';
 import { FutureTimestamp, futureTimestamps } from './dates.js';
 
 export const pause = defineCommand({
   name: 'pause',
+  policy: { permission: need('contracts', 'write'), actors: SHOP_ACTORS },
   input: z
     .strictObject({ resumeAt: FutureTimestamp('When the contract resumes by itself').optional() })
     .meta({ description: 'Pause; without resumeAt the contract stays paused until resumed.' }),

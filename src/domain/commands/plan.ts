@@ -60,8 +60,12 @@ export function billingInProgress(): ServiceError {
   );
 }
 
-/** The steps of a request from `contract` (a due resume first, but for a sync), or null when there is nothing to do. */
-export function plan(contract: ContractState, request: Request, now: Date): Plan | null {
+/**
+ * The steps of a request from `contract` (a due resume first, but for a sync), or null when there is nothing to do.
+ * `whileBilling`: decide as though no billing attempt were pending (a bulk job's preview: its run waits for the
+ * outcome instead of refusing).
+ */
+export function plan(contract: ContractState, request: Request, now: Date, opts: { whileBilling?: boolean } = {}): Plan | null {
   const steps: Step[] = [];
   let state = contract;
   const take = (command: Command, actor: Actor) => {
@@ -77,7 +81,7 @@ export function plan(contract: ContractState, request: Request, now: Date): Plan
     const def = COMMANDS[request.command.name];
     // A change a client asks for while a billing attempt awaits its outcome would race it (a pause of a contract
     // being charged, say): refused until the outcome, after the status check (which names the more basic refusal).
-    if (!def.allowedWhileBilling && def.allowedFrom.includes(state.status) && isBillingPending(state)) throw billingInProgress();
+    if (!def.allowedWhileBilling && !opts.whileBilling && def.allowedFrom.includes(state.status) && isBillingPending(state)) throw billingInProgress();
     take(request.command, request.actor);
   }
   return steps.length ? planOf(steps) : null;

@@ -1,11 +1,13 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf, withoutDunning } from '../contract.js';
 import { parseUtcTimestamp } from '../time.js';
-import { defineCommand, oneEvent } from './command.js';
+import { defineCommand, SHOP_ACTORS, oneEvent } from './command.js';
 import { billingChange, FutureTimestamp, futureTimestamps } from './dates.js';
 
 export const reschedule = defineCommand({
   name: 'reschedule',
+  policy: { permission: need('contracts', 'write'), actors: SHOP_ACTORS },
   input: z
     .strictObject({ nextBillingDate: FutureTimestamp('The new next billing date') })
     .meta({ description: 'Set the next billing date.' }),

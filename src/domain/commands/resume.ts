@@ -1,10 +1,12 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { nextBillingAfter, stateOf, withoutDunning } from '../contract.js';
-import { defineCommand, oneEvent } from './command.js';
+import { defineCommand, SHOP_ACTORS, oneEvent } from './command.js';
 import { billingChange } from './dates.js';
 
 export const resume = defineCommand({
   name: 'resume',
+  policy: { permission: need('contracts', 'write'), actors: SHOP_ACTORS },
   input: z.strictObject({}).meta({
     description:
       'Resume now; a past next billing date moves to the first one after now. A contract that failed because its ' +

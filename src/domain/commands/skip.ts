@@ -1,11 +1,13 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf, withoutDunning } from '../contract.js';
 import { addInterval } from '../time.js';
-import { defineCommand, oneEvent } from './command.js';
+import { defineCommand, SHOP_ACTORS, oneEvent } from './command.js';
 import { billingChange } from './dates.js';
 
 export const skip = defineCommand({
   name: 'skip',
+  policy: { permission: need('contracts', 'write'), actors: SHOP_ACTORS },
   input: z.strictObject({}).meta({ description: 'Skip the next order: the next billing date moves one interval forward.' }),
   allowedFrom: ['ACTIVE'],
   events: ['contract.skipped'],

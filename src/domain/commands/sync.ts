@@ -1,3 +1,4 @@
+import { need } from '../permissions.js';
 import { z } from 'zod';
 import { stateOf, type ContractState, type ContractStatus, type Line } from '../contract.js';
 import { iso } from '../time.js';
@@ -39,6 +40,7 @@ const COMPARED: { name: string; same(a: ContractState, b: PlatformState): boolea
 
 export const sync = defineCommand({
   name: 'sync',
+  policy: { permission: need('contracts', 'write'), actors: ['platform'] },
   input: z.custom<SyncInput>(),
   allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
   allowedWhileBilling: true,

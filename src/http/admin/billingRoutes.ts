@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { Cursor } from '../../domain/paging.js';
 import { BillingAttempt } from '../../domain/resources.js';
 import { Money } from '../../domain/money.js';
-import type { Caller } from '../../services/caller.js';
+import type { ShopPrincipal } from '../../services/principal.js';
 import { listContractBillingAttempts } from '../../services/listBillingAttempts.js';
 import type { ServiceContext } from '../../services/context.js';
 import { getRenewalsOverview, OVERVIEW_LIMITS } from '../../services/renewalsOverview.js';
@@ -55,7 +55,7 @@ const OverviewResponse = z.object({
  * Billing's dunning policy is GET/PUT /billing-policy, beside the other admin routes.) Registered inside the admin
  * API, after its session-token check.
  */
-export function adminBillingRoutes(app: FastifyInstance, ctx: ServiceContext, caller: (req: FastifyRequest) => Caller): void {
+export function adminBillingRoutes(app: FastifyInstance, ctx: ServiceContext, principal: (req: FastifyRequest) => ShopPrincipal): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['Admin'];
 
@@ -66,11 +66,11 @@ export function adminBillingRoutes(app: FastifyInstance, ctx: ServiceContext, ca
       querystring: AttemptsQuery,
       response: { 200: z.object({ billingAttempts: z.array(BillingAttempt), nextCursor: z.string().nullable() }), ...errors, 404: err('not_found: no such contract in this shop') },
     },
-    handler: async (req) => listContractBillingAttempts({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
+    handler: async (req) => listContractBillingAttempts({ ctx, input: { principal: principal(req), contractId: req.params.contract_id, ...req.query } }),
   });
 
   r.get('/renewals', {
     schema: { tags, querystring: OverviewQuery, response: { 200: OverviewResponse, ...errors } },
-    handler: async (req) => getRenewalsOverview({ ctx, input: { shopId: caller(req).shopId, ...req.query } }),
+    handler: async (req) => getRenewalsOverview({ ctx, input: { shopId: principal(req).shopId, ...req.query } }),
   });
 }

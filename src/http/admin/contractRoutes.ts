@@ -6,8 +6,8 @@ import { ContractStatus } from '../../domain/contract.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
 import { Contract, ContractEvent } from '../../domain/resources.js';
 import { StoredText } from '../../domain/text.js';
-import { actOnContract } from '../../services/actOnContract.js';
-import type { Caller } from '../../services/caller.js';
+import { requestAction } from '../../services/contractRequests.js';
+import { resolvedCaller, type ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { getContractWithHistory } from '../../services/getContractWithHistory.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
@@ -58,23 +58,23 @@ const ContractWithHistoryResponse = z.object({
  * on it as the merchant. Actions go through the same service as the API's, so their rules, events and webhooks are
  * the API's, with actor `admin`. Registered inside the admin API, after its session-token check.
  */
-export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, caller: (req: FastifyRequest) => Caller): void {
+export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, principal: (req: FastifyRequest) => ShopPrincipal): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['Admin'];
 
   r.get('/contracts', {
     schema: { tags, querystring: SearchContractsQuery, response: { 200: ContractSearchResponse, ...readErrors } },
-    handler: async (req) => searchContracts({ ctx, input: { caller: caller(req), ...req.query } }),
+    handler: async (req) => searchContracts({ ctx, input: { principal: principal(req), ...req.query } }),
   });
 
   r.get('/contracts/:contract_id', {
     schema: { tags, params: ContractIdParams, response: { 200: ContractWithHistoryResponse, ...readErrors } },
-    handler: async (req) => getContractWithHistory({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } }),
+    handler: async (req) => getContractWithHistory({ ctx, input: { principal: principal(req), contractId: req.params.contract_id } }),
   });
 
   r.get('/contracts/:contract_id/events', {
     schema: { tags, params: ContractIdParams, querystring: ListEventsQuery, response: { 200: EventListResponse, ...readErrors } },
-    handler: async (req) => listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
+    handler: async (req) => listContractEvents({ ctx, input: { principal: principal(req), contractId: req.params.contract_id, ...req.query } }),
   });
 
   r.post('/contracts/:contract_id/actions', {
@@ -82,8 +82,6 @@ export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, c
     // The service validates the body, as it does for the API and MCP: one set of rules and messages.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
-    handler: async (req) => ({
-      contract: await actOnContract({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body } }),
-    }),
+    handler: async (req) => ({ contract: (await requestAction(ctx, resolvedCaller(principal(req)), req.params.contract_id, req.body)).contract }),
   });
 }

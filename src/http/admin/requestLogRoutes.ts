@@ -5,7 +5,7 @@ import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/pag
 import { RequestLogRecord, RequestLogStatus } from '../../domain/requestLog.js';
 import { StoredText } from '../../domain/text.js';
 import { parseUtcTimestamp, UtcTimestamp } from '../../domain/time.js';
-import type { Caller } from '../../services/caller.js';
+import type { ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { listRequestLog } from '../../services/listRequestLog.js';
 import { ErrorEnvelope } from '../errors.js';
@@ -32,7 +32,7 @@ const RequestLogResponse = z.object({
  * The request log behind Settings → API → a key (session token): what each request of the shop's keys was and got,
  * newest first, for 14 days. Registered inside the admin API, after its session-token check.
  */
-export function adminRequestLogRoutes(app: FastifyInstance, ctx: ServiceContext, caller: (req: FastifyRequest) => Caller): void {
+export function adminRequestLogRoutes(app: FastifyInstance, ctx: ServiceContext, principal: (req: FastifyRequest) => ShopPrincipal): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.get('/request-log', {
     schema: {
@@ -50,7 +50,7 @@ export function adminRequestLogRoutes(app: FastifyInstance, ctx: ServiceContext,
       const { keyId, status, path, before, cursor, limit } = req.query;
       return listRequestLog({
         ctx,
-        input: { shopId: caller(req).shopId, keyId, status, path: path || undefined, before: before ? parseUtcTimestamp(before)! : undefined, cursor, limit },
+        input: { shopId: principal(req).shopId, keyId, status, path: path || undefined, before: before ? parseUtcTimestamp(before)! : undefined, cursor, limit },
       });
     },
   });

@@ -7,7 +7,7 @@ import { ServiceError } from '../../domain/errors.js';
 import { StoredText } from '../../domain/text.js';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../domain/webhooks.js';
 import { ApiKey, KeyAccess } from '../../domain/resources.js';
-import type { Caller } from '../../services/caller.js';
+import { adminPrincipal, type ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { generateKey } from '../../services/generateKey.js';
 import { listKeys } from '../../services/listKeys.js';
@@ -89,7 +89,7 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   });
   const shopId = (req: FastifyRequest) => req.adminShop!.id;
   // The merchant, signed in with the platform's session token: confirmed, and may change what the shop owns.
-  const caller = (req: FastifyRequest): Caller => ({ shopId: shopId(req), actor: { type: 'admin' }, access: 'read_write' });
+  const principal = (req: FastifyRequest): ShopPrincipal => adminPrincipal(shopId(req));
   const tags = ['Admin'];
 
   r.get('/shop', {
@@ -172,12 +172,12 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     handler: async (req) => ({ key: await revokeKey({ ctx, input: { shopId: shopId(req), keyId: req.params.id } }) }),
   });
 
-  adminContractRoutes(app, ctx, caller);
-  adminWebhookRoutes(app, ctx, caller);
-  adminRequestLogRoutes(app, ctx, caller);
+  adminContractRoutes(app, ctx, principal);
+  adminWebhookRoutes(app, ctx, principal);
+  adminRequestLogRoutes(app, ctx, principal);
   // Settings → Billing: the shop's dunning policy.
-  r.get('/billing-policy', async (req) => getBillingPolicy({ ctx, input: { caller: caller(req) } }));
-  r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { caller: caller(req), body: req.body } }));
+  r.get('/billing-policy', async (req) => getBillingPolicy({ ctx, input: { principal: principal(req) } }));
+  r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { principal: principal(req), body: req.body } }));
   // A contract's billing attempts and the Renewals overview.
-  adminBillingRoutes(app, ctx, caller);
+  adminBillingRoutes(app, ctx, principal);
 }

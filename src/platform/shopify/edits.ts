@@ -128,6 +128,8 @@ export function draftOperation(o: EditOperation, prices: Map<string, string>): D
   switch (o.op) {
     case 'set_quantity':
       return { kind: 'lineUpdate', args: { lineId: lineGid(o.lineId), input: { quantity: o.quantity } } };
+    case 'set_price':
+      return { kind: 'lineUpdate', args: { lineId: lineGid(o.lineId), input: { currentPrice: o.price } } };
     case 'swap_variant':
       return { kind: 'lineUpdate', args: { lineId: lineGid(o.lineId), input: { productVariantId: variantGid(o.variantId), currentPrice: o.price ?? prices.get(o.variantId) } } };
     case 'add_line':
@@ -233,6 +235,7 @@ function corrected(decision: Decision, operations: EditOperation[], results: Ope
         // The date as the platform keeps it (to the second).
         return o.nextBillingDate ? { ...change, after: { ...(change.after as object), nextBillingDate: isoString(after.nextBillingDate) } } : change;
       case 'set_quantity':
+      case 'set_price':
       case 'remove_line':
       case 'set_shipping_address':
       case 'remove_discount':

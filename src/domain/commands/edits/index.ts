@@ -5,6 +5,7 @@ import { removeDiscount } from './removeDiscount.js';
 import { removeLine } from './removeLine.js';
 import { setFrequency } from './setFrequency.js';
 import { setQuantity } from './setQuantity.js';
+import { setPrice } from './setPrice.js';
 import { setShippingAddress } from './setShippingAddress.js';
 import { swapVariant } from './swapVariant.js';
 
@@ -15,6 +16,7 @@ import { swapVariant } from './swapVariant.js';
  */
 export const EDIT_OPERATIONS = {
   set_quantity: setQuantity,
+  set_price: setPrice,
   swap_variant: swapVariant,
   add_line: addLine,
   remove_line: removeLine,

@@ -6,7 +6,7 @@ import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/
 import { BillingAttempt, Line, Money } from '../../../domain/resources.js';
 import { UtcTimestamp } from '../../../domain/time.js';
 import { getBillingPolicy } from '../../../services/billingPolicy.js';
-import type { Caller } from '../../../services/caller.js';
+import type { ShopPrincipal } from '../../../services/principal.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { listBillingAttempts, listContractBillingAttempts } from '../../../services/listBillingAttempts.js';
 import { getUpcomingRenewals } from '../../../services/upcomingRenewals.js';
@@ -42,7 +42,7 @@ const Upcoming = z.object({
 export async function billingRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const caller = (req: FastifyRequest): Caller => req.caller!;
+  const principal = (req: FastifyRequest): ShopPrincipal => req.principal!;
 
   r.get('/subscription-contracts/:contract_id/billing-attempts', {
     schema: {
@@ -55,7 +55,7 @@ export async function billingRoutes(app: FastifyInstance, opts: { ctx: ServiceCo
       querystring: z.strictObject(PageQuery),
       response: { 200: AttemptPage.describe('A page of attempts, newest first; nextCursor is null on the last page.'), ...readErrors },
     },
-    handler: async (req) => listContractBillingAttempts({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
+    handler: async (req) => listContractBillingAttempts({ ctx, input: { principal: principal(req), contractId: req.params.contract_id, ...req.query } }),
   });
 
   r.get('/billing-attempts', {
@@ -72,7 +72,7 @@ export async function billingRoutes(app: FastifyInstance, opts: { ctx: ServiceCo
       }),
       response: { 200: AttemptPage.describe('A page of attempts, newest first; nextCursor is null on the last page.'), ...authErrors },
     },
-    handler: async (req) => listBillingAttempts({ ctx, input: { caller: caller(req), ...req.query } }),
+    handler: async (req) => listBillingAttempts({ ctx, input: { principal: principal(req), ...req.query } }),
   });
 
   r.get('/subscription-contracts/:contract_id/upcoming', {
@@ -88,7 +88,7 @@ export async function billingRoutes(app: FastifyInstance, opts: { ctx: ServiceCo
       querystring: UpcomingQuery,
       response: { 200: Upcoming.describe('The upcoming renewals, soonest first.'), ...readErrors },
     },
-    handler: async (req) => getUpcomingRenewals({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, count: req.query.count } }),
+    handler: async (req) => getUpcomingRenewals({ ctx, input: { principal: principal(req), contractId: req.params.contract_id, count: req.query.count } }),
   });
 
   r.get('/billing-policy', {
@@ -102,6 +102,6 @@ export async function billingRoutes(app: FastifyInstance, opts: { ctx: ServiceCo
       security,
       response: { 200: BillingPolicySchema.describe('The shop\'s dunning policy.'), ...authErrors },
     },
-    handler: async (req) => getBillingPolicy({ ctx, input: { caller: caller(req) } }),
+    handler: async (req) => getBillingPolicy({ ctx, input: { principal: principal(req) } }),
   });
 }

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
-import { actOnContractRendered } from '../../../services/actOnContract.js';
-import { editContractRendered } from '../../../services/editContract.js';
-import type { Caller } from '../../../services/caller.js';
+import { requestAction, requestContractJson, requestEdit } from '../../../services/contractRequests.js';
 import type { ServiceContext } from '../../../services/context.js';
-import { getContractJson } from '../../../services/getContract.js';
+import type { ShopPrincipal } from '../../../services/principal.js';
 import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
@@ -37,9 +35,10 @@ const asWritten = (json: string): Contract => new JsonText(json) as unknown as C
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  // Authentication runs first, in the app's key gate (PRODUCT §2 order: key → plan → scope → rate limit → the
-  // operation), before the body is read or any input is validated; it hands each request its caller.
-  const caller = (req: FastifyRequest): Caller => req.caller!;
+  // Authentication runs first, in the app's key gate (docs/product.md §2 order: key → plan → scope → rate limit → the
+  // operation): each route gets its principal, resolved for its operation's permission (domain/operations.ts), or, for
+  // the routes whose first step reads the contract, its caller, resolved by that read.
+  const principal = (req: FastifyRequest): ShopPrincipal => req.principal!;
   // An action's response, fresh or replayed from the result its Idempotency-Key recorded: bill_now's with its attempt,
   // which the contract carries as its latest.
   const renderAction = (contract: unknown, req: FastifyRequest) => {
@@ -57,7 +56,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       querystring: ListContractsQuery,
       response: { 200: ContractListResponse.describe('A page of contracts; nextCursor is null on the last page.'), ...authErrors },
     },
-    handler: async (req) => listContracts({ ctx, input: { caller: caller(req), ...req.query } }),
+    handler: async (req) => listContracts({ ctx, input: { principal: principal(req), ...req.query } }),
   });
 
   r.get('/subscription-contracts/:contract_id', {
@@ -70,8 +69,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       params: ContractIdParams,
       response: { 200: ContractResponse.describe('The contract.'), ...readErrors },
     },
-    config: { apiKey: { confirmedByRead: true } },
-    handler: async (req) => ({ contract: asWritten(await getContractJson({ ctx, input: { caller: caller(req), contractId: req.params.contract_id } })) }),
+    handler: async (req) => ({ contract: asWritten((await requestContractJson(ctx, req.caller!, req.params.contract_id)).json) }),
   });
 
   r.get('/subscription-contracts/:contract_id/events', {
@@ -85,7 +83,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       querystring: ListEventsQuery,
       response: { 200: EventListResponse.describe('A page of the contract\'s events, newest first; nextCursor is null on the last page.'), ...readErrors },
     },
-    handler: async (req) => listContractEvents({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, ...req.query } }),
+    handler: async (req) => listContractEvents({ ctx, input: { principal: principal(req), contractId: req.params.contract_id, ...req.query } }),
   });
 
   r.post('/subscription-contracts/:contract_id/actions', {
@@ -106,10 +104,10 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     // The body is validated by the service (the MCP tools share the rules): the schema above documents it.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
-    config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderAction } },
+    config: { recordsResult: { render: renderAction } },
     // With an Idempotency-Key, the result is recorded in the same commit as the action.
     handler: async (req) => {
-      const done = await actOnContractRendered({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      const done = await requestAction(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       req.resultRecorded = !!req.idempotency;
       const answer = renderAction(done.contract, req);
       // The contract as its event already holds it in JSON, sent as that text (bill_now's answer, with its attempt,
@@ -137,9 +135,9 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     // The body is validated by the service (MCP shares the rules): the schema above documents it.
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
-    config: { apiKey: { changes: true, confirmedByRead: true }, recordsResult: { render: renderEdit } },
+    config: { recordsResult: { render: renderEdit } },
     handler: async (req) => {
-      const done = await editContractRendered({ ctx, input: { caller: caller(req), contractId: req.params.contract_id, body: req.body, record: req.idempotency } });
+      const done = await requestEdit(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       // A preview changes nothing, so nothing recorded its result: the response itself is kept for the key.
       req.resultRecorded = !done.preview && !!req.idempotency;
       // The contract as its event holds it in JSON (a preview's too), sent as that text.

@@ -3,6 +3,7 @@ import { ContractAction } from '../../../domain/actions.js';
 import { EditBody, MAX_EDIT_OPERATIONS } from '../../../domain/commands/edit.js';
 import { EditOperationSchema } from '../../../domain/commands/edits/index.js';
 import { ContractStatus } from '../../../domain/contract.js';
+import { ContractFilter } from '../../../domain/contractFilter.js';
 import { ContractId } from '../../../domain/contractId.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
 import { BillingAttempt, Contract, ContractEvent } from '../../../domain/resources.js';
@@ -19,8 +20,17 @@ const PageQuery = {
   cursor: Cursor.optional().describe('nextCursor from the previous page.'),
 };
 
+/** A query parameter that may repeat (`?status=ACTIVE&status=PAUSED`): one value or several, always a list. */
+const repeated = <T extends z.ZodType>(item: T) => z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(item).min(1).max(5));
+
+/** The list's filter (domain/contractFilter.ts), as query parameters: the same fields a bulk job's selector takes. */
 export const ListContractsQuery = z.strictObject({
-  status: ContractStatus.optional().describe('Only contracts with this status.'),
+  status: repeated(ContractStatus).optional().describe('Only contracts with this status; repeat it for several (status=ACTIVE&status=PAUSED).'),
+  customerId: ContractFilter.shape.customerId,
+  customerEmail: ContractFilter.shape.customerEmail,
+  variantId: ContractFilter.shape.variantId,
+  nextBillingDateFrom: ContractFilter.shape.nextBillingDateFrom,
+  nextBillingDateTo: ContractFilter.shape.nextBillingDateTo,
   ...PageQuery,
 });
 export type ListContractsQuery = z.infer<typeof ListContractsQuery>;

@@ -3,7 +3,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { z } from 'zod';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
 import { WebhookDelivery, WebhookEndpoint, WebhookEndpointInput, WebhookEndpointPatch } from '../../../domain/webhooks.js';
-import type { Caller } from '../../../services/caller.js';
+import type { ShopPrincipal } from '../../../services/principal.js';
 import type { ServiceContext } from '../../../services/context.js';
 import { listWebhookDeliveries, resendFailedDeliveries, resendWebhookDelivery, sendTestWebhook, TestEventInput } from '../../../services/webhookDeliveries.js';
 import {
@@ -19,8 +19,6 @@ import { authErrors, changeErrors, readErrors } from './schemas.js';
 
 const security = [{ bearerAuth: [] }];
 const tags = ['Webhook endpoints'];
-const changes = { apiKey: { changes: true } };
-
 const EndpointParams = z.strictObject({ id: z.string().max(100).describe('The webhook endpoint id.') });
 const DeliveryParams = EndpointParams.extend({ delivery_id: z.string().max(20).describe('The delivery id.') });
 const Secret = z.string().describe('The signing secret (whsec_…): verify deliveries with it. Keep it server-side.');
@@ -39,7 +37,7 @@ const servicesReadTheBody = (route: { httpPart?: string }) =>
 export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
   const { ctx } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const caller = (req: FastifyRequest): Caller => req.caller!;
+  const principal = (req: FastifyRequest): ShopPrincipal => req.principal!;
 
   r.get('/webhook-endpoints', {
     schema: {
@@ -50,7 +48,7 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       security,
       response: { 200: z.object({ endpoints: z.array(WebhookEndpoint) }).describe('The endpoints.'), ...authErrors },
     },
-    handler: async (req) => listWebhookEndpoints({ ctx, input: { caller: caller(req) } }),
+    handler: async (req) => listWebhookEndpoints({ ctx, input: { principal: principal(req) } }),
   });
 
   r.post('/webhook-endpoints', {
@@ -63,18 +61,17 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       body: WebhookEndpointInput,
       response: { 201: EndpointWithSecret.describe('The endpoint and its signing secret.'), ...changeErrors },
     },
-    config: changes,
     validatorCompiler: servicesReadTheBody,
     preValidation: requireJsonBody,
     handler: async (req, reply) => {
       reply.header('cache-control', 'no-store');
-      return reply.code(201).send(await createWebhookEndpoint({ ctx, input: { caller: caller(req), body: req.body } }));
+      return reply.code(201).send(await createWebhookEndpoint({ ctx, input: { principal: principal(req), body: req.body } }));
     },
   });
 
   r.get('/webhook-endpoints/:id', {
     schema: { operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint', description: 'One endpoint of the shop.', tags, security, params: EndpointParams, response: { 200: EndpointResponse.describe('The endpoint.'), ...readErrors } },
-    handler: async (req) => ({ endpoint: await getWebhookEndpoint({ ctx, input: { caller: caller(req), id: req.params.id } }) }),
+    handler: async (req) => ({ endpoint: await getWebhookEndpoint({ ctx, input: { principal: principal(req), id: req.params.id } }) }),
   });
 
   r.patch('/webhook-endpoints/:id', {
@@ -93,17 +90,15 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
         ...changeErrors,
       },
     },
-    config: changes,
     validatorCompiler: servicesReadTheBody,
     preValidation: requireJsonBody,
-    handler: async (req) => updateWebhookEndpoint({ ctx, input: { caller: caller(req), id: req.params.id, body: req.body } }),
+    handler: async (req) => updateWebhookEndpoint({ ctx, input: { principal: principal(req), id: req.params.id, body: req.body } }),
   });
 
   r.delete('/webhook-endpoints/:id', {
     schema: { operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint', description: 'Nothing more is sent to it; its delivery log goes with it.', tags, security, params: EndpointParams, response: { 204: z.null().describe('Deleted.'), ...changeErrors } },
-    config: changes,
     handler: async (req, reply) => {
-      await deleteWebhookEndpoint({ ctx, input: { caller: caller(req), id: req.params.id } });
+      await deleteWebhookEndpoint({ ctx, input: { principal: principal(req), id: req.params.id } });
       return reply.code(204).send(null);
     },
   });
@@ -119,9 +114,8 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       body: TestEventInput.optional(),
       response: { 202: DeliveryResponse.describe('The queued delivery.'), ...changeErrors },
     },
-    config: changes,
     validatorCompiler: servicesReadTheBody,
-    handler: async (req, reply) => reply.code(202).send({ delivery: await sendTestWebhook({ ctx, input: { caller: caller(req), endpointId: req.params.id, body: req.body } }) }),
+    handler: async (req, reply) => reply.code(202).send({ delivery: await sendTestWebhook({ ctx, input: { principal: principal(req), endpointId: req.params.id, body: req.body } }) }),
   });
 
   r.post('/webhook-endpoints/:id/rotate-secret', {
@@ -134,10 +128,9 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       params: EndpointParams,
       response: { 200: EndpointWithSecret.describe('The endpoint and its new secret.'), ...changeErrors },
     },
-    config: changes,
     handler: async (req, reply) => {
       reply.header('cache-control', 'no-store');
-      return rotateWebhookSecret({ ctx, input: { caller: caller(req), id: req.params.id } });
+      return rotateWebhookSecret({ ctx, input: { principal: principal(req), id: req.params.id } });
     },
   });
 
@@ -152,7 +145,7 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       querystring: z.strictObject({ limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION), cursor: Cursor.optional().describe('nextCursor from the previous page.') }),
       response: { 200: z.object({ deliveries: z.array(WebhookDelivery), nextCursor: z.string().nullable() }).describe('A page of deliveries.'), ...readErrors },
     },
-    handler: async (req) => listWebhookDeliveries({ ctx, input: { caller: caller(req), endpointId: req.params.id, ...req.query } }),
+    handler: async (req) => listWebhookDeliveries({ ctx, input: { principal: principal(req), endpointId: req.params.id, ...req.query } }),
   });
 
   r.post('/webhook-endpoints/:id/deliveries/:delivery_id/resend', {
@@ -165,9 +158,8 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       params: DeliveryParams,
       response: { 202: DeliveryResponse.describe('The delivery, queued again.'), ...changeErrors },
     },
-    config: changes,
     handler: async (req, reply) =>
-      reply.code(202).send({ delivery: await resendWebhookDelivery({ ctx, input: { caller: caller(req), endpointId: req.params.id, deliveryId: req.params.delivery_id } }) }),
+      reply.code(202).send({ delivery: await resendWebhookDelivery({ ctx, input: { principal: principal(req), endpointId: req.params.id, deliveryId: req.params.delivery_id } }) }),
   });
 
   r.post('/webhook-endpoints/:id/resend-failed', {
@@ -181,9 +173,8 @@ export async function webhookEndpointRoutes(app: FastifyInstance, opts: { ctx: S
       body: z.strictObject({ since: z.string().describe('An ISO 8601 timestamp.') }),
       response: { 200: z.object({ resent: z.number().int() }).describe('How many deliveries were queued again.'), ...changeErrors },
     },
-    config: changes,
     validatorCompiler: servicesReadTheBody,
     preValidation: requireJsonBody,
-    handler: async (req) => resendFailedDeliveries({ ctx, input: { caller: caller(req), endpointId: req.params.id, body: req.body } }),
+    handler: async (req) => resendFailedDeliveries({ ctx, input: { principal: principal(req), endpointId: req.params.id, body: req.body } }),
   });
 }
