@@ -136,7 +136,10 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(1);
   }
-  if (config.schedulerEnabled) workers.start();
+  if (config.schedulerEnabled) {
+    ctx.onBulkJob = () => workers.bulkJobs.wake();
+    workers.start();
+  }
   log.info(
     { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
     `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,

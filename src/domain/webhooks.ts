@@ -8,15 +8,16 @@ import { isStorableText, StoredText } from './text.js';
 /** Outgoing webhooks (docs/product.md §10): what an endpoint is, what is sent, and when a failed delivery is tried again. */
 
 /**
- * Events about the shop's API keys rather than a contract: `api_key.leaked`, a key reported found in public and
- * revoked at once. Their payload is `{ type, timestamp, data }` with the event's own data (no contract, no version).
+ * Events about the shop rather than one contract: `api_key.leaked` (a key reported found in public and revoked at
+ * once), `bulk_job.previewed` and `bulk_job.finished` (a bulk job's preview or run ended: `data: { bulkJob }`).
+ * Their payload is `{ type, timestamp, data }` with the event's own data (no contract, no version).
  */
-export const KEY_EVENT_TYPES = ['api_key.leaked'] as const;
-export type KeyEventType = (typeof KEY_EVENT_TYPES)[number];
-export const isKeyEventType = (type: string): type is KeyEventType => (KEY_EVENT_TYPES as readonly string[]).includes(type);
+export const SHOP_EVENT_TYPES = ['api_key.leaked', 'bulk_job.previewed', 'bulk_job.finished'] as const;
+export type ShopEventType = (typeof SHOP_EVENT_TYPES)[number];
+export const isShopEventType = (type: string): type is ShopEventType => (SHOP_EVENT_TYPES as readonly string[]).includes(type);
 
-/** Every event type an endpoint may subscribe to: each event a contract command records (the registry's list), then the key events. */
-export const WEBHOOK_EVENT_TYPES = [...CONTRACT_EVENT_TYPES, ...KEY_EVENT_TYPES] as [ContractEventType | KeyEventType, ...(ContractEventType | KeyEventType)[]];
+/** Every event type an endpoint may subscribe to: each event a contract command records (the registry's list), then the shop's. */
+export const WEBHOOK_EVENT_TYPES = [...CONTRACT_EVENT_TYPES, ...SHOP_EVENT_TYPES] as [ContractEventType | ShopEventType, ...(ContractEventType | ShopEventType)[]];
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** The data of an `api_key.leaked` event: which key (never the key itself), and where the report says it was found. */

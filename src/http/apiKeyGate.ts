@@ -184,7 +184,7 @@ export function installApiKeyGate(
       // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
       const found = await lookupKey({ ctx, input: { digest, cache, identified: (k) => (req.loggedKey = k) } });
       req.knownKey = found;
-      const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key' };
+      const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key', keyId: found.keyId };
       return resolvedCaller(principal, admission(reply, found));
     } catch (err) {
       return refuse(req, reply, err);

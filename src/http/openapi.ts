@@ -20,6 +20,11 @@ export const OPENAPI_TAGS = [
       'Where svc sends contract events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, in order per contract, with a delivery log.',
   },
   {
+    name: 'Bulk jobs',
+    description:
+      'One change across up to 100,000 contracts: previewed contract by contract with the next order totals before and after, then run on the same contracts, each changed at most once, one job per shop at a time.',
+  },
+  {
     name: 'Renewals',
     description:
       'svc bills every ACTIVE contract on its next billing date, once per cycle, and retries failed payments on the shop\'s policy: the billing attempts, upcoming renewals and the policy. Bill at once with the bill_now action.',

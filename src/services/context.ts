@@ -21,6 +21,8 @@ export type ServiceContext = {
    * and how late a cycle may still be billed. Absent when billing is off (BILLING=off): bill_now is then refused.
    */
   billing?: { gateway: BillingGateway; maxLateMs: number };
+  /** Told when a bulk job has work (made, started), so this instance's worker starts at once instead of at its next look. */
+  onBulkJob?: () => void;
   /** Warnings that must not fail a request (a late last-used write, say). */
   warn?: (obj: object, msg: string) => void;
 };

@@ -18,6 +18,8 @@ export type ShopPrincipal = {
   readonly permissions: Permissions;
   /** How a refusal names it ("This API key", "This connection"). */
   readonly who: string;
+  /** The API key it acts by, if it does (what a bulk job records as its maker). */
+  readonly keyId?: string;
 };
 export type SystemPrincipal = { readonly kind: 'system'; readonly actor: Actor };
 export type Principal = ShopPrincipal | SystemPrincipal;
@@ -102,7 +104,7 @@ class RequestCaller implements Caller {
     const key = this.key!;
     const s = state ?? (await keyRows(ctx.db).states.load(key.keyId));
     assertKeyUsable(ctx, s);
-    this.#principal = { kind: 'shop', shopId: key.shopId, actor: key.actor, permissions: permissionsOfState(s!), who: 'This API key' };
+    this.#principal = { kind: 'shop', shopId: key.shopId, actor: key.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: key.keyId };
     return this.#principal;
   }
 }

@@ -4,7 +4,7 @@ import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
 import { fitsInt8 } from '../domain/contractId.js';
 import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
-import { isKeyEventType, messageId, testEvent, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type WebhookDelivery } from '../domain/webhooks.js';
+import { isShopEventType, messageId, testEvent, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type ShopEventType, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';
 import type { ShopPrincipal } from './principal.js';
 import type { ServiceCall } from './context.js';
@@ -115,6 +115,30 @@ export const TestEventInput = z.strictObject({
 });
 
 /** Sample data for a test key event: the shape a receiver gets, with made-up values (and `test: true`). */
+/** A shop event's test data, shaped as the real one. */
+function sampleShopEvent(type: ShopEventType): Record<string, unknown> {
+  if (type === 'api_key.leaked') return sampleKeyEvent();
+  const at = '2026-01-01T00:00:00.000Z';
+  const finished = type === 'bulk_job.finished';
+  return {
+    bulkJob: {
+      id: '00000000-0000-4000-8000-000000000000',
+      status: finished ? 'completed' : 'previewed',
+      preview: true,
+      selector: { filter: { status: ['ACTIVE'] } },
+      change: { action: 'pause' },
+      counts: { matched: 2, pending: 0, succeeded: 1, failed: 0, skipped: 1 },
+      totals: [{ currencyCode: 'EUR', before: '48.00', after: '48.00' }],
+      createdBy: { type: 'admin' },
+      createdAt: at,
+      startedAt: finished ? at : null,
+      finishedAt: finished ? at : null,
+      expiresAt: finished ? null : '2026-01-02T00:00:00.000Z',
+    },
+    test: true,
+  };
+}
+
 function sampleKeyEvent(): KeyLeakedData & { test: true } {
   return {
     key: { id: '00000000-0000-4000-8000-000000000000', name: 'Test key', fingerprint: '000000000000' },
@@ -131,7 +155,7 @@ export async function sendTestWebhook({ ctx, input }: ServiceCall<{ principal: S
   const now = ctx.clock.now();
   const [row] = await ctx.db.orm
     .insert(webhookDeliveries)
-    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: isKeyEventType(type) ? sampleKeyEvent() : testEvent(type, '0', now).contract, test: true, nextAttemptAt: now, createdAt: now })
+    .values({ endpointId: endpoint.id, shopId: endpoint.shopId, type, contract: isShopEventType(type) ? sampleShopEvent(type) : testEvent(type, '0', now).contract, test: true, nextAttemptAt: now, createdAt: now })
     .returning();
   return toDelivery(row, [], endpoint.status !== 'enabled');
 }

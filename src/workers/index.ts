@@ -8,6 +8,7 @@ import type { RequestLoad } from '../http/load.js';
 import type { Shopify } from '../platform/shopify/index.js';
 import { PendingAttemptsWorker, PlatformInboxWorker, ReconcileWorker } from './platform.js';
 import { BillingWorker, type BillingWorkerOptions } from './billing.js';
+import { BulkJobWorker } from './bulkJobs.js';
 
 const BUSY_REQUESTS_PER_SECOND = 1000;
 
@@ -21,6 +22,8 @@ export function createWorkers(
     resumeIntervalMs: number;
     webhookIntervalMs?: number;
     webhookTimeoutMs?: number;
+    /** How often the bulk-job worker looks for work when it has none (it is also woken when a job is made). */
+    bulkJobIntervalMs?: number;
     load?: RequestLoad;
     log?: WorkerLog;
     /** Platform mode: the platform's webhooks are processed, and reconciliation runs every `syncIntervalMs`. */
@@ -39,6 +42,8 @@ export function createWorkers(
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
   const requestLogCleanup = new RequestLogCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
+  // Bulk jobs give way to requests as the dispatcher does, and to a billing storm (renewals have a deadline).
+  const bulkJobs = new BulkJobWorker(ctx, { intervalMs: opts.bulkJobIntervalMs ?? 1000, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
   // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.
@@ -48,6 +53,7 @@ export function createWorkers(
     idempotencyCleanup,
     requestLogCleanup,
     webhookDispatcher,
+    bulkJobs,
     ...(platformInbox && reconcile ? [platformInbox, reconcile] : []),
     ...(billing ? [billing] : []),
     ...(pendingAttempts ? [pendingAttempts] : []),
@@ -57,6 +63,7 @@ export function createWorkers(
     idempotencyCleanup,
     requestLogCleanup,
     webhookDispatcher,
+    bulkJobs,
     platformInbox,
     reconcile,
     billing,

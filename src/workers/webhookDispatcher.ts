@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { claimDueDeliveries, purgeDeliveries, recordAttempts, type AttemptOutcome, type ClaimedDelivery } from '../db/webhookOutbox.js';
 import { toContractEvent } from '../domain/resources.js';
-import { DISABLE_AFTER_FAILING_MS, isKeyEventType, messageId, parseRetryAfter, retryDelayMs, testEvent, type ContractEventType } from '../domain/webhooks.js';
+import { DISABLE_AFTER_FAILING_MS, isShopEventType, messageId, parseRetryAfter, retryDelayMs, testEvent, type ContractEventType } from '../domain/webhooks.js';
 import { systemClock, type Clock, type ServiceContext } from '../services/context.js';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type AttemptResult } from '../webhooks/send.js';
 import { mapInLanes } from '../lanes.js';
@@ -28,14 +28,14 @@ export type DispatcherStats = {
 
 /** The body and headers of one attempt (Standard Webhooks), the same body on every attempt of a delivery. */
 export function signedRequest(d: ClaimedDelivery, signedAt: Date): { body: string; headers: Record<string, string> } {
-  return signed(d, signedAt, isKeyEventType(d.type) ? keyEventBody(d) : contractEventBody(d));
+  return signed(d, signedAt, isShopEventType(d.type) ? shopEventBody(d) : contractEventBody(d));
 }
 
 /**
- * A key event (`api_key.leaked`): `{ type, timestamp, data }`, its data stored whole in the delivery's payload column
- * when it was queued, put in as stored.
+ * A shop event (`api_key.leaked`, `bulk_job.*`): `{ type, timestamp, data }`, its data stored whole in the delivery's
+ * payload column when it was queued, put in as stored.
  */
-function keyEventBody(d: ClaimedDelivery): string {
+function shopEventBody(d: ClaimedDelivery): string {
   return `{"type":${JSON.stringify(d.type)},"timestamp":${JSON.stringify(d.createdAt.toISOString())},"data":${d.contract}}`;
 }
 

@@ -336,6 +336,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bulk-jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List bulk jobs
+         * @description The shop's bulk jobs, newest first, optionally of some statuses (repeat status), paged.
+         */
+        get: operations["listBulkJobs"];
+        put?: never;
+        /**
+         * Make a bulk job
+         * @description One change (an action but bill_now, or edit operations naming lines by variant) across the contracts a selector matches (up to 100,000: by ids, or by filter), fixed now. With "preview": true every contract is decided and nothing changes anywhere: read the results, then start it. Otherwise it is queued and runs, one job per shop at a time. Each contract is changed at most once, with its usual event (actor bulk_job) and webhooks.
+         */
+        post: operations["createBulkJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a bulk job
+         * @description Its status, counts (they always add up to matched) and totals.
+         */
+        get: operations["getBulkJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-jobs/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a bulk job's results
+         * @description Each contract's outcome in contract id order: pending, succeeded (in a preview: would), failed or skipped, with why, and its next order total before and after. With Accept: text/csv, every result in one CSV download (contractId,status,code,message,totalBefore,totalAfter,currencyCode).
+         */
+        get: operations["listBulkJobResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-jobs/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a previewed bulk job
+         * @description Runs the previewed change on the same contracts, each decided again at its turn (as it then is). Only from previewed.
+         */
+        post: operations["startBulkJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk-jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a bulk job
+         * @description A previewing, previewed (discarding the preview), queued or running job: contracts not yet done are skipped (job_cancelled); those done stay done.
+         */
+        post: operations["cancelBulkJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -358,6 +462,16 @@ export interface components {
             lineId: string;
             /** @description How many, 1 to 999. */
             quantity: number;
+        } | {
+            /** @constant */
+            op: "set_price";
+            /** @description The id of a line of the contract (lines[].id). */
+            lineId: string;
+            /**
+             * @description The new unit price in the contract's currency, e.g. "26.50".
+             * @example 24.00
+             */
+            price: string;
         } | {
             /** @constant */
             op: "swap_variant";
@@ -414,6 +528,143 @@ export interface components {
             op: "remove_discount";
             /** @description The id of a discount of the contract (discounts[].id). */
             discountId: string;
+        };
+        ContractFilterInput: {
+            /** @description Only contracts with one of these statuses. */
+            status?: ("ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED")[];
+            /** @description Only this customer's contracts (the platform's customer id). */
+            customerId?: string;
+            /** @description Only contracts of the customer with this email (exact, any case). */
+            customerEmail?: string;
+            /** @description Only contracts with a line of this product variant. */
+            variantId?: string;
+            /**
+             * Format: date-time
+             * @description Only contracts whose next billing date is at or after this moment (ISO 8601 UTC).
+             * @example 2027-01-05T00:00:00Z
+             */
+            nextBillingDateFrom?: string;
+            /**
+             * Format: date-time
+             * @description Only contracts whose next billing date is at or before this moment (ISO 8601 UTC).
+             * @example 2027-01-05T00:00:00Z
+             */
+            nextBillingDateTo?: string;
+        };
+        BulkEditOperationInput: {
+            /** @constant */
+            op: "set_quantity";
+            /** @description The product variant id. */
+            variantId: string;
+            /** @description How many, 1 to 999. */
+            quantity: number;
+        } | {
+            /** @constant */
+            op: "swap_variant";
+            /** @description The variant to replace. */
+            fromVariantId: string;
+            /** @description The product variant id. */
+            variantId: string;
+            /**
+             * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
+             * @example 24.00
+             */
+            price?: string;
+        } | {
+            /** @constant */
+            op: "set_price";
+            /** @description The product variant id. */
+            variantId: string;
+            /**
+             * @description The new unit price, e.g. "26.50".
+             * @example 24.00
+             */
+            price: string;
+        } | {
+            /** @constant */
+            op: "remove_variant";
+            /** @description The product variant id. */
+            variantId: string;
+        } | {
+            /** @constant */
+            op: "add_line";
+            /** @description The product variant id. */
+            variantId: string;
+            /** @description How many, 1 to 999. */
+            quantity: number;
+            /**
+             * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
+             * @example 24.00
+             */
+            price?: string;
+        } | {
+            /** @constant */
+            op: "set_frequency";
+            /** @enum {string} */
+            interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
+            /** @description Every how many intervals, 1 to 365. */
+            intervalCount: number;
+            /**
+             * Format: date-time
+             * @description Optional: the next billing date under the new frequency: ISO 8601 in UTC ending in Z, strictly in the future and at most 5 years ahead.
+             * @example 2027-01-05T00:00:00Z
+             */
+            nextBillingDate?: string;
+        } | {
+            /** @constant */
+            op: "set_shipping_address";
+            address: components["schemas"]["ShippingAddressInput"];
+        } | {
+            /** @constant */
+            op: "apply_discount_code";
+            /** @description The discount code, as the customer would type it. */
+            code: string;
+        };
+        /** @description An action body of POST …/actions (every action but bill_now), or edit operations whose lines are named by variant. */
+        BulkChangeInput: {
+            /** @constant */
+            action: "pause";
+            /**
+             * Format: date-time
+             * @description When the contract resumes by itself: ISO 8601 in UTC ending in Z, strictly in the future and at most 5 years ahead.
+             * @example 2027-01-05T00:00:00Z
+             */
+            resumeAt?: string;
+        } | {
+            /** @constant */
+            action: "resume";
+        } | {
+            /** @constant */
+            action: "cancel";
+            /** @description Why the contract was cancelled, up to 500 characters. */
+            reason?: string;
+        } | {
+            /** @constant */
+            action: "skip";
+        } | {
+            /** @constant */
+            action: "reschedule";
+            /**
+             * Format: date-time
+             * @description The new next billing date: ISO 8601 in UTC ending in Z, strictly in the future and at most 5 years ahead.
+             * @example 2027-01-05T00:00:00Z
+             */
+            nextBillingDate: string;
+        } | {
+            /** @description Applied in order to each contract, all or nothing per contract. */
+            operations: components["schemas"]["BulkEditOperationInput"][];
+        };
+        BulkJobCreateInput: {
+            selector: {
+                /** @description The contracts, by id: 1 to 100,000 distinct ids. */
+                contractIds: string[];
+            } | {
+                /** @description The contracts matching this filter; {} is every contract of the shop. */
+                filter: components["schemas"]["ContractFilterInput"];
+            };
+            change: components["schemas"]["BulkChangeInput"];
+            /** @description true: decide every contract and change nothing; start it afterwards to run that same change on the same contracts. */
+            preview?: boolean;
         };
         Money: {
             /** @example 24.00 */
@@ -655,8 +906,11 @@ export interface components {
             at: string;
             actor: {
                 /** @enum {string} */
-                type: "api_key" | "mcp" | "admin" | "scheduler" | "platform" | "billing";
+                type: "api_key" | "mcp" | "admin" | "scheduler" | "platform" | "billing" | "bulk_job" | "oauth";
+                /** @description api_key and mcp: the key's fingerprint. */
                 keyFingerprint?: string;
+                /** @description bulk_job: the job's id; oauth: the connection's id. */
+                id?: string;
             };
             /** @enum {string} */
             from: "ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED";
@@ -677,6 +931,74 @@ export interface components {
                 }[];
             };
         };
+        BulkJob: {
+            id: string;
+            /** @enum {string} */
+            status: "previewing" | "previewed" | "queued" | "running" | "completed" | "cancelled" | "failed" | "expired";
+            /** @description Made as a preview. */
+            preview: boolean;
+            /** @description The selector as given; a list of ids shows as { "contractIds": { "count": n } } (the ids are the results). */
+            selector: unknown;
+            /** @description The change as given. */
+            change: unknown;
+            /** @description pending + succeeded + failed + skipped = matched, at every moment. In a preview, succeeded means it would. */
+            counts: {
+                matched: number;
+                pending: number;
+                succeeded: number;
+                failed: number;
+                skipped: number;
+            };
+            /** @description Per currency, the next order total of the contracts that succeed (or would), before and after the change. */
+            totals: {
+                currencyCode: string;
+                before: string;
+                after: string;
+            }[];
+            createdBy: {
+                type: string;
+                keyId?: string;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            createdAt: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            /** @description A previewed job not started by then expires. */
+            expiresAt: string | null;
+            /** @description Why a failed job could not go on. */
+            error: {
+                code: string;
+                message: string;
+            } | null;
+        };
+        BulkJobResult: {
+            contractId: string;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed" | "skipped";
+            error?: {
+                code: string;
+                message: string;
+                details?: {
+                    path: string;
+                    message: string;
+                }[];
+            };
+            /** @description The contract's next order total before the change. */
+            before?: {
+                total: string;
+                currencyCode: string;
+            };
+            /** @description … and after it (succeeded, or in a preview would). */
+            after?: {
+                total: string;
+                currencyCode: string;
+            };
+            /** @description The event the change recorded (not in a preview). */
+            eventId?: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -689,8 +1011,18 @@ export interface operations {
     listSubscriptionContracts: {
         parameters: {
             query?: {
-                /** @description Only contracts with this status. */
-                status?: "ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED";
+                /** @description Only contracts with this status; repeat it for several (status=ACTIVE&status=PAUSED). */
+                status?: ("ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED")[];
+                /** @description Only this customer's contracts (the platform's customer id). */
+                customerId?: string;
+                /** @description Only contracts of the customer with this email (exact, any case). */
+                customerEmail?: string;
+                /** @description Only contracts with a line of this product variant. */
+                variantId?: string;
+                /** @description Only contracts whose next billing date is at or after this moment (ISO 8601 UTC). */
+                nextBillingDateFrom?: string;
+                /** @description Only contracts whose next billing date is at or before this moment (ISO 8601 UTC). */
+                nextBillingDateTo?: string;
                 /** @description Page size, 1 to 100 (default 50). */
                 limit?: number;
                 /** @description nextCursor from the previous page. */
@@ -1371,7 +1703,7 @@ export interface operations {
                      *       "*"
                      *     ]
                      */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked" | "bulk_job.previewed" | "bulk_job.finished" | "*")[];
                 };
             };
         };
@@ -1715,7 +2047,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description The event types sent to this endpoint, or ["*"] for all of them. */
-                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked" | "*")[];
+                    events?: ("contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked" | "bulk_job.previewed" | "bulk_job.finished" | "*")[];
                     /**
                      * @description disabled: nothing is sent until it is enabled again.
                      * @enum {string}
@@ -1862,7 +2194,7 @@ export interface operations {
                      * @default contract.paused
                      * @enum {string}
                      */
-                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked";
+                    type?: "contract.paused" | "contract.pause_updated" | "contract.resumed" | "contract.cancelled" | "contract.skipped" | "contract.rescheduled" | "billing.attempted" | "contract.updated" | "contract.created" | "contract.expired" | "contract.failed" | "billing.succeeded" | "billing.failed" | "billing.action_required" | "billing.missed" | "api_key.leaked" | "bulk_job.previewed" | "bulk_job.finished";
                 };
             };
         };
@@ -2783,6 +3115,646 @@ export interface operations {
             };
             /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBulkJobs: {
+        parameters: {
+            query?: {
+                /** @description Only jobs with this status; repeat it for several. */
+                status?: ("previewing" | "previewed" | "queued" | "running" | "completed" | "cancelled" | "failed" | "expired")[];
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description nextCursor from the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bulkJobs: components["schemas"]["BulkJob"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBulkJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request within 24 h returns the first response (header `Idempotent-Replayed: true`) without acting again. 1 to 255 printable ASCII characters, e.g. a UUID; scoped to the shop. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkJobCreateInput"];
+            };
+        };
+        responses: {
+            /** @description The job. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bulkJob: components["schemas"]["BulkJob"];
+                    };
+                };
+            };
+            /** @description invalid_request (the body; bill_now is refused), unsupported_action or key_in_url */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such bulk job in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_state (not allowed from the job's status), too_many_jobs (10 not yet finished) or idempotency_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: body over 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too_many_contracts (the selector matches more than 100,000) or idempotency_key_reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBulkJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bulk job id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bulkJob: components["schemas"]["BulkJob"];
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such bulk job in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBulkJobResults: {
+        parameters: {
+            query?: {
+                /** @description Only results with this status. */
+                status?: "pending" | "succeeded" | "failed" | "skipped";
+                /** @description Page size, 1 to 100 (default 50). */
+                limit?: number;
+                /** @description nextCursor from the previous page (JSON only). */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The bulk job id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of results (or text/csv). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: components["schemas"]["BulkJobResult"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such bulk job in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startBulkJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request within 24 h returns the first response (header `Idempotent-Replayed: true`) without acting again. 1 to 255 printable ASCII characters, e.g. a UUID; scoped to the shop. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The bulk job id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never> | null;
+            };
+        };
+        responses: {
+            /** @description The job, queued. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bulkJob: components["schemas"]["BulkJob"];
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such bulk job in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_state (not allowed from the job's status), too_many_jobs (10 not yet finished) or idempotency_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelBulkJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request within 24 h returns the first response (header `Idempotent-Replayed: true`) without acting again. 1 to 255 printable ASCII characters, e.g. a UUID; scoped to the shop. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The bulk job id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never> | null;
+            };
+        };
+        responses: {
+            /** @description The job, cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bulkJob: components["schemas"]["BulkJob"];
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such bulk job in this shop */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_state (not allowed from the job's status), too_many_jobs (10 not yet finished) or idempotency_in_progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_key_reused */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
