@@ -51,7 +51,7 @@ describe('reads', () => {
   });
 
   it('gets one contract, the same as the list shows it', async () => {
-    const { contracts } = await svc.listSubscriptionContracts({ status: 'ACTIVE', limit: 100 });
+    const { contracts } = await svc.listSubscriptionContracts({ status: ['ACTIVE'], limit: 100 });
     const listed = contracts.find((c) => c.id === seeded[0])!;
     const contract = await svc.getSubscriptionContract(seeded[0]);
     expect(contract).toEqual(listed);

@@ -21,6 +21,10 @@ const TOOL_NAMES = [
   'bill_now',
   'list_billing_attempts',
   'get_upcoming_renewals',
+  'preview_bulk_change',
+  'start_bulk_job',
+  'get_bulk_job',
+  'list_bulk_jobs',
 ];
 
 describe('MCP over Streamable HTTP: the tools do what the API does', () => {
@@ -77,7 +81,14 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
       reschedule_subscription_contract: false,
       edit_subscription_contract: false,
       bill_now: false,
+      // Every preview makes a job; every start runs one.
+      preview_bulk_change: false,
+      start_bulk_job: false,
     });
+    // A preview changes no contract; starting one changes many.
+    expect(byName.preview_bulk_change.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+    expect(byName.start_bulk_job.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    for (const name of ['get_bulk_job', 'list_bulk_jobs']) expect(byName[name].annotations).toMatchObject({ readOnlyHint: true });
     // bill_now charges the customer: destructive, and every call bills again.
     expect(byName.bill_now.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     for (const name of ['list_billing_attempts', 'get_upcoming_renewals']) expect(byName[name].annotations).toMatchObject({ readOnlyHint: true });

@@ -87,7 +87,15 @@ describe('MCP auth: the same key, checks and codes as the API, at the HTTP level
     const client = await mcpClient(base, shop.key);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((x) => x.name).sort()).toEqual(['get_subscription_contract', 'get_upcoming_renewals', 'list_billing_attempts', 'list_contract_events', 'list_subscription_contracts']);
+      expect(tools.map((x) => x.name).sort()).toEqual([
+        'get_bulk_job',
+        'get_subscription_contract',
+        'get_upcoming_renewals',
+        'list_billing_attempts',
+        'list_bulk_jobs',
+        'list_contract_events',
+        'list_subscription_contracts',
+      ]);
       expect(toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } })).contract.id).toBe(c.id);
       // A tool it is not shown is still not an unknown tool: the call is refused as the API refuses it.
       for (const [name, args] of [['pause_subscription_contract', {}], ['cancel_subscription_contract', { reason: 'no' }], ['skip_next_order', {}], ['bill_now', {}]] as const) {

@@ -117,5 +117,10 @@ export function httpOperations(
         ? call('GET', `${contract(contractId)}/billing-attempts${query({ limit, cursor })}`)
         : call('GET', `/api/v1/billing-attempts${query({ status, since, limit, cursor })}`),
     getUpcomingRenewals: (id, count) => call('GET', `${contract(id)}/upcoming${query({ count })}`),
+    createBulkPreview: async (body) => (await call<{ bulkJob: never }>('POST', '/api/v1/bulk-jobs', { ...body, preview: true })).bulkJob,
+    getBulkJob: async (id) => (await call<{ bulkJob: never }>('GET', `/api/v1/bulk-jobs/${encodeURIComponent(id)}`)).bulkJob,
+    startBulkJob: async (id) => (await call<{ bulkJob: never }>('POST', `/api/v1/bulk-jobs/${encodeURIComponent(id)}/start`, {})).bulkJob,
+    listBulkJobs: ({ status, limit, cursor }) => call('GET', `/api/v1/bulk-jobs${query({ status, limit, cursor })}`),
+    listBulkJobResults: (id, { status, limit, cursor }) => call('GET', `/api/v1/bulk-jobs/${encodeURIComponent(id)}/results${query({ status, limit, cursor })}`),
   };
 }

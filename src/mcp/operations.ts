@@ -11,6 +11,8 @@ import { currentContract } from '../services/readContract.js';
 import { withContract } from '../services/runner.js';
 import { listContractEvents } from '../services/listContractEvents.js';
 import { listContracts } from '../services/listContracts.js';
+import { createBulkJob, startBulkJob, type BulkJob } from '../services/bulkJobs.js';
+import { getBulkJob, listBulkJobResults, listBulkJobs, type BulkJobResult } from '../services/bulkJobQueries.js';
 
 export type Page = { limit?: number; cursor?: string };
 
@@ -31,6 +33,12 @@ export type ContractOperations = {
   /** One contract's attempts (with `contractId`), else the shop's (by status, created since). */
   listBillingAttempts(query: Page & { contractId?: string; status?: AttemptStatus; since?: string }): Promise<{ billingAttempts: BillingAttempt[]; nextCursor: string | null }>;
   getUpcomingRenewals(contractId: string, count?: number): Promise<{ upcoming: UpcomingRenewalOut[] }>;
+  /** `body` is POST /bulk-jobs' (`selector`, `change`; `preview` is set here); the service validates it. */
+  createBulkPreview(body: Record<string, unknown>): Promise<BulkJob>;
+  getBulkJob(id: string): Promise<BulkJob>;
+  startBulkJob(id: string): Promise<BulkJob>;
+  listBulkJobs(query: Page & { status?: string }): Promise<{ bulkJobs: BulkJob[]; nextCursor: string | null }>;
+  listBulkJobResults(id: string, query: Page & { status?: string }): Promise<{ results: BulkJobResult[]; nextCursor: string | null }>;
 };
 
 /**
@@ -58,5 +66,15 @@ export function serviceOperations(ctx: ServiceContext, caller: Caller): Contract
         ? listContractBillingAttempts({ ctx, input: { principal: await principal('listContractBillingAttempts'), contractId, limit, cursor } })
         : listBillingAttempts({ ctx, input: { principal: await principal('listBillingAttempts'), status, since, limit, cursor } }),
     getUpcomingRenewals: async (contractId, count) => getUpcomingRenewals({ ctx, input: { principal: await principal('getUpcomingRenewals'), contractId, count } }),
+    createBulkPreview: async (body) => {
+      const withPreview = { ...body, preview: true };
+      return createBulkJob(ctx, await caller.principal(ctx, needsOf('createBulkJob', withPreview)), withPreview);
+    },
+    getBulkJob: async (id) => getBulkJob(ctx, await principal('getBulkJob'), id),
+    startBulkJob: async (id) => startBulkJob(ctx, await principal('startBulkJob'), id),
+    listBulkJobs: async ({ status, limit, cursor }) =>
+      listBulkJobs(ctx, await principal('listBulkJobs'), { status: status ? [status as BulkJob['status']] : undefined, limit, cursor }),
+    listBulkJobResults: async (id, { status, limit, cursor }) =>
+      listBulkJobResults(ctx, await principal('listBulkJobResults'), id, { status: status as BulkJobResult['status'] | undefined, limit, cursor }),
   };
 }

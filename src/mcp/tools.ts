@@ -6,12 +6,14 @@ import { EditBody, MAX_EDIT_OPERATIONS } from '../domain/commands/edit.js';
 import { ContractId as ContractIdRule } from '../domain/contractId.js';
 import { PAGE_LIMIT, PageLimit } from '../domain/paging.js';
 import { BillingAttempt, Contract, ContractEvent, Line, Money } from '../domain/resources.js';
+import { ContractStatus } from '../domain/contract.js';
 import { ATTEMPT_STATUSES } from '../domain/billing.js';
 import { UtcTimestamp } from '../domain/time.js';
 import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
 import { actionNeeds, needsOf, type OperationName } from '../domain/operations.js';
 import type { Permission } from '../domain/permissions.js';
 import type { ContractOperations } from './operations.js';
+import { BULK_JOB_STATUSES, BulkChange, BulkJobResource, BulkJobResultResource, Selector } from '../domain/bulkJobs.js';
 
 /**
  * The MCP tools, independent of the SDK and of the transport: each names its input (with descriptions written for a
@@ -201,6 +203,84 @@ const editTool: ToolDefinition = {
   run: (ops, args) => ops.editContract(args.contractId as string, { operations: args.operations, ...(args.preview !== undefined && { preview: args.preview }) }),
 };
 
+/** How long preview_bulk_change waits for its preview to be decided, and how often it looks. */
+const PREVIEW_WAIT_MS = 20_000;
+const PREVIEW_POLL_MS = 250;
+const BulkJobId = z.string().max(36).describe('The bulk job id (the "id" of a bulk job).');
+const BulkJobResult = z.object({ bulkJob: BulkJobResource });
+
+const bulkTools: ToolDefinition[] = [
+  {
+    name: 'preview_bulk_change',
+    title: 'Preview a change across many contracts',
+    description:
+      'Preview one change across many contracts of the shop (up to 100,000): an action (pause, resume, cancel, skip, ' +
+      'reschedule; not bill_now) or edit operations whose lines are named by variant (set_quantity, swap_variant with ' +
+      'fromVariantId, set_price, remove_variant, add_line, set_frequency, set_shipping_address, apply_discount_code). ' +
+      'Nothing changes: every contract is decided and the answer gives the counts (would succeed, failed, skipped), the ' +
+      'next order totals before and after per currency, and the first problems. Waits up to 20 s for the preview; if it ' +
+      'is still previewing, call get_bulk_job later. Show the preview to the user; only start_bulk_job changes anything.',
+    input: z.strictObject({
+      selector: Selector.describe('Which contracts: { "contractIds": [...] } or { "filter": { status, customerId, customerEmail, variantId, nextBillingDateFrom, nextBillingDateTo } } ({} is every contract).'),
+      change: BulkChange.describe('The change: an action body such as { "action": "pause", "resumeAt": "…" }, or { "operations": [ … ] } naming lines by variantId.'),
+    }),
+    output: z.object({
+      bulkJob: BulkJobResource,
+      problems: z.array(BulkJobResultResource).describe('The first contracts that would fail or be skipped, with why.'),
+    }),
+    // It changes nothing but makes a preview job (which expires by itself): not read-only in the protocol's sense.
+    annotations: write('Preview a change across many contracts', { destructive: false, idempotent: false }),
+    needs: op('createBulkJob').filter((n) => n.resource === 'bulk_jobs'),
+    readsContractFirst: false,
+    run: async (ops, args) => {
+      let job = await ops.createBulkPreview({ selector: args.selector, change: args.change });
+      const until = Date.now() + PREVIEW_WAIT_MS;
+      while (job.status === 'previewing' && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, PREVIEW_POLL_MS));
+        job = await ops.getBulkJob(job.id);
+      }
+      const failed = (await ops.listBulkJobResults(job.id, { status: 'failed', limit: 10 })).results;
+      const skipped = failed.length < 10 ? (await ops.listBulkJobResults(job.id, { status: 'skipped', limit: 10 - failed.length })).results : [];
+      return { bulkJob: job, problems: [...failed, ...skipped] };
+    },
+  },
+  {
+    name: 'start_bulk_job',
+    title: 'Start a previewed bulk job',
+    description:
+      'Run a previewed bulk job (status previewed): the same change on the same contracts, each decided again at its turn. ' +
+      'This changes the contracts; confirm with the user after showing the preview. Returns the job (queued; follow it with get_bulk_job).',
+    input: z.strictObject({ jobId: BulkJobId }),
+    output: BulkJobResult,
+    annotations: write('Start a previewed bulk job', { destructive: true, idempotent: false }),
+    needs: op('startBulkJob'),
+    readsContractFirst: false,
+    run: async (ops, args) => ({ bulkJob: await ops.startBulkJob(args.jobId as string) }),
+  },
+  {
+    name: 'get_bulk_job',
+    title: 'Get a bulk job',
+    description: 'A bulk job: its status, counts (pending, succeeded, failed, skipped: they add up to matched) and totals before and after.',
+    input: z.strictObject({ jobId: BulkJobId }),
+    output: BulkJobResult,
+    annotations: read('Get a bulk job'),
+    needs: op('getBulkJob'),
+    readsContractFirst: false,
+    run: async (ops, args) => ({ bulkJob: await ops.getBulkJob(args.jobId as string) }),
+  },
+  {
+    name: 'list_bulk_jobs',
+    title: 'List bulk jobs',
+    description: 'The shop\'s bulk jobs, newest first, optionally of one status. Paged: pass nextCursor back as cursor.',
+    input: z.strictObject({ status: z.enum(BULK_JOB_STATUSES).optional().describe('Only jobs with this status.'), limit: Limit('jobs'), cursor: Cursor }),
+    output: z.object({ bulkJobs: z.array(BulkJobResource), nextCursor: z.string().nullable() }),
+    annotations: read('List bulk jobs'),
+    needs: op('listBulkJobs'),
+    readsContractFirst: false,
+    run: (ops, args) => ops.listBulkJobs(args as { status?: string; limit?: number; cursor?: string }),
+  },
+];
+
 export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'get_subscription_contract',
@@ -223,7 +303,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       'List the shop\'s subscription contracts in id order, optionally only those with one status. Returns a page ' +
       'of contracts and nextCursor: pass it back as cursor for the next page; it is null on the last page.',
     input: z.strictObject({
-      status: ListContractsQuery.shape.status.describe('Only contracts with this status; omit for all.'),
+      status: ContractStatus.optional().describe('Only contracts with this status; omit for all.'),
       limit: Limit('contracts'),
       cursor: Cursor,
     }),
@@ -285,4 +365,5 @@ export const TOOLS: readonly ToolDefinition[] = [
     readsContractFirst: true,
     run: (ops, args) => ops.listContractEvents(id(args), args as { limit?: number; cursor?: string }),
   },
+  ...bulkTools,
 ];
