@@ -4,7 +4,7 @@ import type { ErrorDetail } from '../errors.js';
 import { invalidInput, issuesToDetails, ServiceError } from '../errors.js';
 import { defineCommand } from './command.js';
 import { futureTimestamps } from './dates.js';
-import { EDIT_OPERATIONS, EDIT_OPERATION_NAMES, type EditOperation } from './edits/index.js';
+import { EDIT_OPERATION_NAMES, editOperationNamed, type EditOperation, type EditOperations } from './edits/index.js';
 import { EditRejected, type Catalog, type EditContext } from './edits/operation.js';
 
 /** At most this many operations in one edit. */
@@ -33,7 +33,7 @@ export function parseOperations(raw: { op: string }[]): EditOperation[] {
   const details: ErrorDetail[] = [];
   const out: EditOperation[] = [];
   raw.forEach((o, i) => {
-    const def = EDIT_OPERATIONS[o.op as keyof typeof EDIT_OPERATIONS];
+    const def = editOperationNamed(o.op);
     if (!def) {
       details.push({ path: `operations.${i}.op`, message: `unknown operation "${String(o.op).slice(0, 40)}"; one of ${EDIT_OPERATION_NAMES.join(', ')}` });
       return;
@@ -61,7 +61,8 @@ export const edit = defineCommand({
     const details: ErrorDetail[] = [];
     input.operations.forEach((operation, i) => {
       try {
-        const applied = (EDIT_OPERATIONS[operation.op].apply as (c: ContractState, o: EditOperation, x: EditContext) => ReturnType<typeof EDIT_OPERATIONS.set_quantity.apply>)(state, operation, context);
+        const apply = editOperationNamed(operation.op)!.apply as (c: ContractState, o: EditOperation, x: EditContext) => ReturnType<EditOperations['set_quantity']['apply']>;
+        const applied = apply(state, operation, context);
         state = applied.contract;
         changes.push(applied.change);
       } catch (err) {
