@@ -36,7 +36,7 @@ const mcp = (body: object) =>
   t.inject({ method: 'POST', url: '/mcp', headers: { ...bearer(key), accept: 'application/json, text/event-stream' }, payload: body });
 
 /** Every place a client's name is looked up, and how that name is refused. */
-const ENTRY_POINTS: [string, (name: string) => Promise<void>][] = [
+const ENTRY_POINTS: [string, (name: string) => Promise<unknown>][] = [
   [
     'API: an action',
     async (name) => expectError(await t.inject({ method: 'POST', url: `${API}/${contractId}/actions`, headers: bearer(key), payload: { action: name } }), 400, 'unsupported_action'),

@@ -9,6 +9,7 @@ import {
   WebhookEndpointPatch,
   type WebhookEndpoint,
 } from '../domain/webhooks.js';
+import { isUuid } from '../domain/ids.js';
 import { iso } from '../domain/time.js';
 import { checkEndpointUrl } from '../webhooks/addressGuard.js';
 import { assertMayChange, type Caller } from './caller.js';
@@ -20,7 +21,6 @@ import type { ServiceCall, ServiceContext } from './context.js';
  * needs a read-write caller.
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = () => new ServiceError('not_found', 'No webhook endpoint with this id exists for this shop.');
 
 export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
@@ -40,7 +40,7 @@ export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
 
 /** The caller's endpoint row (not_found for another shop's, or an id that cannot be one). */
 export async function endpointRow(ctx: ServiceContext, caller: Caller, id: string): Promise<WebhookEndpointRow> {
-  if (!UUID.test(id)) throw notFound();
+  if (!isUuid(id)) throw notFound();
   const [row] = await ctx.db.orm
     .select()
     .from(webhookEndpoints)
