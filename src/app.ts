@@ -20,7 +20,7 @@ import { installJsonBodyParser } from './http/body.js';
 import { DEFAULT_CLIENT_LIMITS, limitConnectionsPerAddress, refuseConnect, requestTimeoutOptions, type ClientLimits } from './http/connections.js';
 import { healthRoutes } from './http/health.js';
 import { installIdempotency } from './http/idempotency.js';
-import { accessLogWriter, requestLoggerFactory, scrubKeys } from './http/logging.js';
+import { accessLogWriter, requestLoggerFactory, scrubSecrets } from './http/logging.js';
 import type { RequestLoad } from './http/load.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { requestLogRecorder } from './http/requestLog.js';
@@ -144,7 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const apiGate = gate;
   const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (req) => apiGate.identify(req)) : null;
   app.addHook('onResponse', (req, reply, done) => {
-    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubKeys(req.url);
+    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubSecrets(req.url);
     const ms = reply.elapsedTime;
     accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });
     metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);

@@ -43,6 +43,15 @@ async function main(): Promise<void> {
     log.flush();
   };
   progress('starting svc', { step: 'start' });
+  if (config.webhooksAllowPrivate) {
+    // A development switch that opens svc's outgoing requests to the machine's own network: said at every start, so
+    // it is never left on in production unnoticed.
+    log.warn(
+      { setting: 'WEBHOOKS_ALLOW_PRIVATE' },
+      'WEBHOOKS_ALLOW_PRIVATE=true: webhook endpoints may be loopback, private, link-local or cloud metadata addresses, and http:// on loopback. ' +
+        'This is for development and tests only: in production it lets a webhook URL reach services on this machine and its network.',
+    );
+  }
   const loading = serverModules();
   loading.catch(() => undefined); // awaited below; a failure there is reported there
   let database;
@@ -136,17 +145,8 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(1);
   }
-  if (config.schedulerEnabled) {
-    ctx.onBulkJob = () => workers.bulkJobs.wake();
-    workers.start();
-  }
-  log.info(
-    { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
-    `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
-  );
-  // Whoever waits for this line (a supervisor, a test) gets it now rather than with the next block.
-  log.flush();
-
+  // Handled before the line that says it listens: whoever waits for that line may signal at once, and a signal
+  // with no handler yet would end the process on the spot.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -179,6 +179,16 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (config.schedulerEnabled) {
+    ctx.onBulkJob = () => workers.bulkJobs.wake();
+    workers.start();
+  }
+  log.info(
+    { address, url: config.publicUrl, database: database.db.kind, scheduler: config.schedulerEnabled },
+    `svc listening on ${address} (${database.db.kind === 'pglite' ? `embedded database in ${config.database.kind === 'pglite' ? config.database.dataDir : ''}` : 'PostgreSQL'})`,
+  );
+  // Whoever waits for this line (a supervisor, a test) gets it now rather than with the next block.
+  log.flush();
 }
 
 // Anything else that stops the start (the app credentials cannot be read or stored, say): one plain line, exit 1.

@@ -67,9 +67,10 @@ describe('the shop a body names, and the shape of its topic', () => {
     const uninstall = delivered(other.domain, 'app/uninstalled');
 
     const attacks = [
-      { d: redact, topic: 'shop/redact', why: /names another shop/ },
+      { d: redact, topic: 'shop/redact', why: /shape of shop\/redact \(at customer, a field shop\/redact does not have\)/ },
+      { d: redact, topic: 'customers/redact', why: /names another shop/ },
       { d: uninstall, topic: 'app/uninstalled', why: /names another shop/ },
-      { d: signal, topic: 'shop/redact', why: /shape of shop\/redact \(at shop_id\)/ },
+      { d: signal, topic: 'shop/redact', why: /shape of shop\/redact/ },
       { d: signal, topic: 'app/uninstalled', why: /shape of app\/uninstalled/ },
       { d: redact, topic: 'customers/data_request', why: /shape of customers\/data_request/ },
       { d: signal, topic: 'orders/create', why: /not a topic svc subscribes to/ },
@@ -93,6 +94,24 @@ describe('the shop a body names, and the shape of its topic', () => {
     const logged = JSON.stringify(warnings().slice(before));
     expect(logged).not.toContain('leaked-body@example.com');
     expect(logged).not.toContain(`SubscriptionContract/${other.contractIds[0]}"`);
+  });
+
+  it('a shop\'s own signed customers/redact, re-sent as its shop/redact: acknowledged, not stored as shop/redact, nothing erased', async () => {
+    const s = await p.install({ contracts: 3 });
+    p.standIn.sendCompliance(s.domain, 'customers/redact', { customer: { id: 7 }, orders: [1] });
+    await p.settle();
+    const redact = delivered(s.domain, 'customers/redact');
+    // The shop's uninstall is confirmed, as a real shop/redact would find it: only the body's shape stands in the way.
+    p.standIn.uninstall(s.domain);
+    await p.settle();
+    const id = randomUUID();
+    const res = await resend(redact, { topic: 'shop/redact', id });
+    expect(res).toEqual({ status: 200, body: { received: true, duplicate: false, ignored: true } });
+    expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE webhook_id = $1 OR (shop_domain = $2 AND topic = 'shop/redact')`, [id, s.domain])).toBe(0);
+    expect(warnings().find((w) => w.webhookId === id)).toMatchObject({ topic: 'shop/redact', reason: 'the body does not have the shape of shop/redact (at customer, a field shop/redact does not have)' });
+    await p.settle();
+    expect(await shopRow(s)).toBe(1);
+    expect(await rowsOfShop(s)).toBe(3);
   });
 
   it('the platform’s own deliveries of every topic pass the checks and are acted on', async () => {

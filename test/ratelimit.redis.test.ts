@@ -106,4 +106,13 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     expectError(await b.inject({ url: API, headers: bearer(s.key), remoteAddress: ip }), 429, 'rate_limited');
     expect((await b.inject({ url: API, headers: bearer(s.key), remoteAddress: '203.0.113.51' })).statusCode).toBe(200);
   });
+
+  it('100 requests at once with unknown keys, spread over both instances: no more lookups than the allowance', async () => {
+    nextWindow();
+    const ip = '203.0.113.52';
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).inject({ url: API, headers: bearer(newRawKey()), remoteAddress: ip })));
+    const statuses = answers.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(FAILURES);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(100 - FAILURES);
+  });
 });

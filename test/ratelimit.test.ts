@@ -245,6 +245,29 @@ describe('failed authentications per client IP', () => {
     expectError(await from(bearer(s.key)), 429, 'rate_limited');
   });
 
+  it('250 requests at once with unknown keys from one address: no more lookups than the allowance', async () => {
+    nextWindow();
+    const ip = '203.0.113.9';
+    const answers = await Promise.all(Array.from({ length: 250 }, () => t.inject({ url: API, headers: bearer(strangerKey()), remoteAddress: ip })));
+    const statuses = answers.map((a) => a.statusCode);
+    // Every 401 is a key the database was asked about; a 429 was refused before any lookup.
+    expect(statuses.filter((s) => s === 401)).toHaveLength(FAILURES);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(250 - FAILURES);
+  });
+
+  it('a key that turns out valid gives back the failure counted before its lookup', async () => {
+    nextWindow();
+    const ip = '203.0.113.10';
+    const from = (key: string) => t.inject({ url: API, headers: bearer(key), remoteAddress: ip });
+    for (let i = 0; i < FAILURES - 1; i++) expectError(await from(strangerKey()), 401, 'unauthorized');
+    // Keys this app has never seen (each is looked up), all valid: none uses up the one failure left.
+    for (let i = 0; i < 4; i++) expect((await from((await t.shopWithKey()).key)).statusCode).toBe(200);
+    const last = await from(strangerKey());
+    expectError(last, 401, 'unauthorized');
+    expect(last.headers['ratelimit-remaining']).toBe('0');
+    expectError(await from(strangerKey()), 429, 'rate_limited');
+  });
+
   it('uses the address the trusted proxy reports when TRUST_PROXY is set', async () => {
     nextWindow();
     const proxied = await startTestApp({

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ACTION_BODIES } from './actions.js';
 import type { ContractState, Line, Totals } from './contract.js';
-import { ContractId, fitsInt8 } from './contractId.js';
+import { ContractId } from './contractId.js';
+import { fitsInt8 } from './ids.js';
 import { ContractFilter } from './contractFilter.js';
 import { addLine } from './commands/edits/addLine.js';
 import { applyDiscountCode } from './commands/edits/applyDiscountCode.js';

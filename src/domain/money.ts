@@ -50,6 +50,24 @@ export function fromUnits(units: bigint, scale: number): string {
   return negative ? `-${text}` : text;
 }
 
+/** Integer digits an amount may have (DecimalAmount): every amount svc answers stays within them too. */
+export const MAX_AMOUNT_INTEGER_DIGITS = 13;
+
+/** The largest amount in a currency, in its units: 13 nines and its decimals' ("9999999999999.99" EUR). */
+export const maxAmountUnits = (scale: number): bigint => 10n ** BigInt(MAX_AMOUNT_INTEGER_DIGITS + scale) - 1n;
+
+/**
+ * The amount written with its currency's decimals ("24.5" EUR → "24.50"), or null when it has more decimals than the
+ * currency (its minor unit) can hold and they are not zeros ("24.999" EUR): such a price would be rounded, a value
+ * changed silently.
+ */
+export function exactAmount(amount: string, currencyCode: string): string | null {
+  const scale = currencyDigits(currencyCode);
+  const frac = amount.split('.')[1] ?? '';
+  if (/[^0]/.test(frac.slice(scale))) return null;
+  return fromUnits(toUnits(amount, scale), scale);
+}
+
 /** An amount written with its currency's decimals ("24" EUR → "24.00"). */
 export const normalizeAmount = (amount: string, currencyCode: string): string => {
   const scale = currencyDigits(currencyCode);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fitsInt8 } from './contractId.js';
+import { fitsInt8 } from './ids.js';
 import { invalidRequest } from './errors.js';
 
 /** Pages of every list (contracts, events): 1 to 100 items, 50 by default, and an opaque cursor. */

@@ -4,6 +4,9 @@ import { addInterval } from './time.js';
 import type { Money } from './money.js';
 import { unreachable } from './unreachable.js';
 
+/** 9999-12-31T23:59:59.999Z: the last moment an ISO 8601 date with a four-digit year can name. */
+const LAST_WRITABLE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /** One renewal svc will make: when, whether that cycle is skipped, what it delivers and what it bills. */
 export type UpcomingRenewal = { date: Date; skipped: boolean; lines: Line[]; total: Money };
 
@@ -39,6 +42,11 @@ export function upcomingRenewals(s: ContractState, now: Date, count: number): Up
     default:
       return unreachable(s.status);
   }
-  for (let k = 0; out.length < count; k++) out.push(at(addInterval(anchor, s.billingInterval, s.billingIntervalCount * k)));
-  return out.slice(0, count);
+  for (let k = 0; out.length < count; k++) {
+    const date = addInterval(anchor, s.billingInterval, s.billingIntervalCount * k);
+    // Past year 9999 no date can be written as the API writes them (ISO 8601, four-digit years): none is listed.
+    if (date.getTime() > LAST_WRITABLE_MS || Number.isNaN(date.getTime())) break;
+    out.push(at(date));
+  }
+  return out.slice(0, count).filter((r) => r.date.getTime() <= LAST_WRITABLE_MS);
 }

@@ -119,16 +119,20 @@ export function installApiKeyGate(
     ? { perShop: limiter('shop', opts.rateLimit.perMinute), failures: limiter('authfail', opts.rateLimit.authFailuresPerMinute) }
     : null;
 
+  /** An unknown or revoked key: a failed lookup, counted against the client's address. */
+  const isFailedLookup = (err: unknown) => err instanceof AuthError && (err.reason === 'unknown' || err.reason === 'revoked');
+
   /** Metrics, WWW-Authenticate, the failed-lookup count, and no cached entry left for a refused key. */
-  const recordRefusal = async (req: FastifyRequest, reply: FastifyReply, err: AuthError): Promise<void> => {
+  const recordRefusal = async (req: FastifyRequest, reply: FastifyReply, err: AuthError, counted = false): Promise<void> => {
     metrics?.authFailure(err.reason);
     if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
     if (req.knownKey) cache.forget(req.knownKey.digest);
     req.knownKey = undefined;
     req.caller = undefined;
     if (!limits) return;
-    // A refusal shows the IP's allowance of failed lookups, and an unknown or revoked key uses one up.
-    const s = err.reason === 'unknown' || err.reason === 'revoked' ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
+    // A refusal shows the IP's allowance of failed lookups, and an unknown or revoked key uses one up (unless it was
+    // counted before its lookup).
+    const s = isFailedLookup(err) && !counted ? await limits.failures.consume(req.ip) : await limits.failures.peek(req.ip);
     setLimitHeaders(reply, s);
   };
 
@@ -156,8 +160,8 @@ export function installApiKeyGate(
   };
 
   /** Answers the request with a refusal (and records it): the request goes no further. */
-  const refuse = async (req: FastifyRequest, reply: FastifyReply, err: unknown): Promise<FastifyReply> => {
-    if (err instanceof AuthError) await recordRefusal(req, reply, err);
+  const refuse = async (req: FastifyRequest, reply: FastifyReply, err: unknown, counted = false): Promise<FastifyReply> => {
+    if (err instanceof AuthError) await recordRefusal(req, reply, err, counted);
     if (err instanceof ServiceError) await showShopBudget(reply, req, err);
     if (err instanceof ServiceError) return sendError(reply, err);
     throw err;
@@ -167,13 +171,20 @@ export function installApiKeyGate(
   const identify = async (req: FastifyRequest, reply: FastifyReply): Promise<Caller | FastifyReply> => {
     const digest = presentedKeyDigest(req.headers.authorization);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
+    // A key the database must be asked about counts as a failed lookup from the start, and is given back once it
+    // turns out to be no failure: requests that arrive together cannot all pass an allowance none of them has used
+    // up yet.
+    let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
     if (!cached && limits) {
-      const s = await limits.failures.peek(req.ip);
-      setLimitHeaders(reply, s);
-      if (s.exceeded && typeof digest === 'string') {
-        metrics?.rateLimited('auth_failures');
-        return sendError(reply, rateLimited(s, 'Too many failed authentications from this address.'));
-      }
+      if (typeof digest === 'string') {
+        reserved = await limits.failures.reserve(req.ip);
+        setLimitHeaders(reply, reserved.state);
+        if (reserved.state.exceeded) {
+          await reserved.release();
+          metrics?.rateLimited('auth_failures');
+          return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
+        }
+      } else setLimitHeaders(reply, await limits.failures.peek(req.ip));
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
     if (cached) {
@@ -183,11 +194,13 @@ export function installApiKeyGate(
     try {
       // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
       const found = await lookupKey({ ctx, input: { digest, cache, identified: (k) => (req.loggedKey = k) } });
+      if (reserved) await reserved.release();
       req.knownKey = found;
       const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key', keyId: found.keyId };
       return resolvedCaller(principal, admission(reply, found));
     } catch (err) {
-      return refuse(req, reply, err);
+      if (reserved && !isFailedLookup(err)) await reserved.release();
+      return refuse(req, reply, err, reserved !== null);
     }
   };
 
@@ -280,12 +293,20 @@ export function installApiKeyGate(
       if (typeof digest !== 'string') return null;
       const cached = cache.find(digest);
       if (cached) return cached;
-      if (limits && (await limits.failures.peek(req.ip)).exceeded) return null;
-      const row = await keyRows(ctx.db).byDigest.load(digest);
-      if (!row) {
-        if (limits) await limits.failures.consume(req.ip);
+      const reserved = limits ? await limits.failures.reserve(req.ip) : null;
+      if (reserved?.state.exceeded) {
+        await reserved.release();
         return null;
       }
+      let row;
+      try {
+        row = await keyRows(ctx.db).byDigest.load(digest);
+      } catch (err) {
+        await reserved?.release();
+        throw err;
+      }
+      if (!row) return null;
+      await reserved?.release();
       return { keyId: row.keyId, shopId: row.shopId, fingerprint: fingerprintOf(digest) };
     },
   };

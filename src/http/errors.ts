@@ -65,7 +65,9 @@ export function toServiceError(err: unknown, req: FastifyRequest): ServiceError 
     return new ServiceError('request_timeout', REQUEST_TIMEOUT_MESSAGE);
   }
   if (fe?.statusCode === 413 || fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new ServiceError('payload_too_large', 'The request body is larger than 16 KiB.');
+    // Each route says its own limit (the API's 16 KiB, the platform's webhooks' 1 MiB…).
+    const limit = req.routeOptions?.bodyLimit ?? req.server.initialConfig.bodyLimit ?? 0;
+    return new ServiceError('payload_too_large', `The request body is larger than ${byteSize(limit)}, the most this endpoint takes.`);
   }
   if (fe?.statusCode === 415 || fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new ServiceError('unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".');
@@ -219,4 +221,11 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
   const message =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment of the URL is too long.' : 'The URL is not valid: it contains a malformed percent-encoding.';
   sendError(reply, new ServiceError('invalid_request', message));
+}
+
+/** A size as the limits are set: whole MiB or KiB where it is one, else bytes. */
+export function byteSize(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
 }

@@ -6,6 +6,7 @@ import type { ServiceContext } from '../services/context.js';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
+  idempotencyKeyDigest,
   releaseIdempotencyKey,
   requestFingerprint,
 } from '../services/idempotency.js';
@@ -59,8 +60,10 @@ export const takesIdempotencyKey = (route: Pick<RouteOptions, 'url' | 'method'>)
  * one transaction with its events, so a 5xx means nothing happened, and releasing the key lets the client's retry
  * succeed. Requests without the header are untouched.
  */
-export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics }): void {
+export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceContext; metrics?: AppMetrics; releaseRetryMs?: number }): void {
   const { ctx, metrics } = opts;
+  const unreleased = new PendingReleases(ctx, opts.releaseRetryMs ?? 1000);
+  app.addHook('onClose', async () => unreleased.close());
 
   const claim = async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'POST') return;
@@ -76,6 +79,9 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     // gate): nothing is stored for a key that is not usable, and without a shop there is nothing to scope to.
     const principal = req.principal;
     if (!principal) return;
+    // A key of this shop that this instance failed to release (after a 5xx) is released first, if the database takes
+    // it now: the retry of that request finds its key free.
+    await unreleased.releaseNow(principal.shopId, idempotencyKeyDigest(key));
     const input = {
       shopId: principal.shopId,
       key,
@@ -111,13 +117,20 @@ export function installIdempotency(app: FastifyInstance, opts: { ctx: ServiceCon
     // The service recorded its result in the commit of its effect: nothing left to do.
     if (reply.statusCode === 200 && req.resultRecorded) return payload;
     try {
-      if (reply.statusCode >= 500) await releaseIdempotencyKey({ ctx, input: { record } });
-      else {
+      if (reply.statusCode >= 500) {
+        try {
+          await releaseIdempotencyKey({ ctx, input: { record } });
+        } catch (err) {
+          unreleased.add(record);
+          throw err;
+        }
+      } else {
         const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
         await completeIdempotencyKey({ ctx, input: { record, statusCode: reply.statusCode, body } });
       }
     } catch (err) {
-      // The response still goes out; the key stays in progress until the lock timeout lets a retry take it over.
+      // The response still goes out. A release is tried again until the database takes it (PendingReleases); a
+      // response not kept leaves the key in progress until the lock timeout lets a retry take it over.
       req.log.warn({ err: { message: (err as Error).message } }, 'could not record the idempotent response');
     }
     return payload;
@@ -144,5 +157,81 @@ function withRequestId(body: string, requestId: string): string {
     return JSON.stringify(parsed);
   } catch {
     return body;
+  }
+}
+
+/**
+ * Idempotency-Keys whose release failed after a 5xx (typically: the database was gone, which is why the request
+ * failed). The README promises that a 5xx frees the key; left in progress, every retry would get 409
+ * idempotency_in_progress until the lock timeout. So each is released again every `retryMs` until the database takes
+ * it, and at once before this instance claims the same key again. Only this execution's own claim is released
+ * (services/idempotency.ts: the owner's request id, still in progress): a change that did commit recorded its result
+ * in its own statement, and stays. Bounded: past MAX_PENDING the oldest are left to the lock timeout.
+ */
+class PendingReleases {
+  private static readonly MAX_PENDING = 10_000;
+  private readonly records = new Map<string, IdempotencyRecord>();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: ServiceContext,
+    private readonly retryMs: number,
+  ) {}
+
+  private static id(shopId: string, keyDigest: string): string {
+    return `${shopId}:${keyDigest}`;
+  }
+
+  add(record: IdempotencyRecord): void {
+    if (this.records.size >= PendingReleases.MAX_PENDING) this.records.delete(this.records.keys().next().value!);
+    this.records.set(PendingReleases.id(record.shopId, record.keyDigest), record);
+    this.schedule();
+  }
+
+  /** Releases this key now if it waits to be released; a failure leaves it waiting. */
+  async releaseNow(shopId: string, keyDigest: string): Promise<void> {
+    const id = PendingReleases.id(shopId, keyDigest);
+    const record = this.records.get(id);
+    if (!record) return;
+    try {
+      await releaseIdempotencyKey({ ctx: this.ctx, input: { record } });
+      if (this.records.get(id) === record) this.records.delete(id);
+    } catch {
+      // still unreachable: the claim that follows says so
+    }
+  }
+
+  private schedule(): void {
+    if (this.timer || this.closed || this.records.size === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.retryAll().finally(() => {
+        this.running = null;
+        this.schedule();
+      });
+    }, this.retryMs);
+    this.timer.unref();
+  }
+
+  private async retryAll(): Promise<void> {
+    for (const [id, record] of [...this.records]) {
+      try {
+        await releaseIdempotencyKey({ ctx: this.ctx, input: { record } });
+      } catch {
+        return; // the database is still away: the rest wait for the next round
+      }
+      if (this.records.get(id) === record) this.records.delete(id);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+    if (this.records.size) await this.retryAll().catch(() => undefined);
+    this.records.clear();
   }
 }

@@ -1,11 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { scrubKeys } from '../domain/keys.js';
-import { WEBHOOK_SECRET_ANYWHERE } from '../domain/webhooks.js';
-
-export { scrubKeys };
-
-// A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
-const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;
+import { redactSecrets } from '../domain/secrets.js';
 
 // A failed query's parameters as the query builder writes them into its error's message and stack ("Failed query: …
 // \nparams: …"): the values a statement was given, which may be a webhook secret, an email, a customer's data. The
@@ -15,13 +9,11 @@ const QUERY_PARAMS_IN_JSON = /(\\nparams: )(?:(?!\\n {4}at )(?:[^"\\]|\\.))*/g;
 const QUERY_PARAMS_IN_TEXT = /(\nparams: )[\s\S]*?(?=\n {4}at |$)/g;
 
 /**
- * scrubKeys, plus session tokens, webhook signing secrets and a failed query's parameters: what every log line goes
- * through.
+ * What every log line and every text of the request log goes through: each secret a client may send (keys, session
+ * tokens, webhook signing secrets, however percent-encoded: domain/secrets.ts), and a failed query's parameters.
  */
 export function scrubSecrets(text: string): string {
-  let out = scrubKeys(text);
-  if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
-  if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET_ANYWHERE, '[REDACTED WEBHOOK SECRET]');
+  let out = redactSecrets(text);
   if (out.includes('params: ')) out = out.replace(QUERY_PARAMS_IN_JSON, '$1[omitted]').replace(QUERY_PARAMS_IN_TEXT, '$1[omitted]');
   return out;
 }

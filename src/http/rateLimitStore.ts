@@ -12,6 +12,8 @@ export interface RateLimitStore {
   increment(key: string, ttlMs: number): Promise<number>;
   /** The count of `key`, 0 when there is none. */
   get(key: string): Promise<number>;
+  /** Takes one back from `key` (a count reserved and not used); nothing when the key has expired. */
+  decrement(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return entry && entry.expiresAt > this.clock.now().getTime() ? entry.count : 0;
   }
 
+  async decrement(key: string): Promise<void> {
+    const entry = this.counters.get(key);
+    if (entry && entry.count > 0) entry.count--;
+  }
+
   async close(): Promise<void> {
     this.counters.clear();
   }
@@ -62,8 +69,14 @@ local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`;
 
+// Only a counter that exists: a DECR of an expired one would make a new one without an expiry.
+const DECREMENT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end
+return 0`;
+
 type WithIncrement = Redis & {
   svcRateLimitIncrement(key: string, ttlMs: number): Promise<number>;
+  svcRateLimitDecrement(key: string): Promise<number>;
 };
 
 /** Counters shared by every instance on one Redis. */
@@ -76,6 +89,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     private readonly prefix = 'svc:ratelimit:',
   ) {
     redis.defineCommand('svcRateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
+    redis.defineCommand('svcRateLimitDecrement', { numberOfKeys: 1, lua: DECREMENT });
     this.redis = redis as WithIncrement;
   }
 
@@ -85,6 +99,10 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   async get(key: string): Promise<number> {
     return Number((await this.redis.get(this.prefix + key)) ?? 0);
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.redis.svcRateLimitDecrement(this.prefix + key);
   }
 
   async close(): Promise<void> {
@@ -167,6 +185,23 @@ export class FixedWindowLimiter {
     const w = this.window(subject);
     const count = await this.withFallback((store) => store.increment(w.key, w.ttlMs));
     return this.state(count, w.resetSeconds, count > this.opts.limit);
+  }
+
+  /**
+   * Counts one for `subject` before the work it limits is done, so that requests running at once cannot all pass a
+   * limit that none of them has reached yet; `release` takes it back if the work turns out not to count (in the
+   * window it was taken in).
+   */
+  async reserve(subject: string): Promise<{ state: LimitState; release(): Promise<void> }> {
+    const w = this.window(subject);
+    const count = await this.withFallback((store) => store.increment(w.key, w.ttlMs));
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      await this.withFallback((store) => store.decrement(w.key).then(() => 0));
+    };
+    return { state: this.state(count, w.resetSeconds, count > this.opts.limit), release };
   }
 
   /** The current state for `subject`, counting nothing. */

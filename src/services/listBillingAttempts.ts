@@ -3,6 +3,7 @@ import { billingAttempts, type BillingAttemptRow } from '../db/schema.js';
 import type { AttemptStatus } from '../domain/billing.js';
 import { assertContractId } from '../domain/contractId.js';
 import { invalidRequest } from '../domain/errors.js';
+import { isUuid } from '../domain/ids.js';
 import { PAGE_LIMIT } from '../domain/paging.js';
 import { BillingAttempt } from '../domain/resources.js';
 import { isoString, parseUtcTimestamp } from '../domain/time.js';
@@ -78,6 +79,7 @@ const encodeAttemptCursor = (r: BillingAttemptRow) => Buffer.from(`at:${r.create
 
 function decodeAttemptCursor(cursor: string): { createdAt: Date; id: string } {
   const m = /^at:(\d{1,15}):([0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!m) throw invalidRequest('The cursor is not valid; use nextCursor from a previous page.', [{ path: 'cursor', message: 'invalid cursor' }]);
+  // The id goes to a uuid column: anything else that long is no cursor of ours.
+  if (!m || !isUuid(m[2])) throw invalidRequest('The cursor is not valid; use nextCursor from a previous page.', [{ path: 'cursor', message: 'invalid cursor' }]);
   return { createdAt: new Date(Number(m[1])), id: m[2] };
 }

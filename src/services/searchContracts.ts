@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
 import { contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
-import { fitsInt8 } from '../domain/contractId.js';
+import { fitsInt8 } from '../domain/ids.js';
 import { invalidRequest } from '../domain/errors.js';
 import { PAGE_LIMIT } from '../domain/paging.js';
 import { toContract, type Contract } from '../domain/resources.js';

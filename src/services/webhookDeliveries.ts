@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gt, gte, inArray, lt, ne, or, sql } from 'drizzle-o
 import { webhookAttempts, webhookDeliveries, type WebhookAttemptRow, type WebhookDeliveryRow } from '../db/schema.js';
 import { parseInput, ServiceError } from '../domain/errors.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
-import { fitsInt8 } from '../domain/contractId.js';
+import { fitsInt8 } from '../domain/ids.js';
 import { iso, parseUtcTimestamp, UtcTimestamp } from '../domain/time.js';
 import { isShopEventType, messageId, testEvent, WEBHOOK_EVENT_TYPES, type KeyLeakedData, type ShopEventType, type WebhookDelivery } from '../domain/webhooks.js';
 import { z } from 'zod';

@@ -9,6 +9,7 @@ import {
   WebhookEndpointPatch,
   type WebhookEndpoint,
 } from '../domain/webhooks.js';
+import { isUuid } from '../domain/ids.js';
 import { iso } from '../domain/time.js';
 import { checkEndpointUrl } from '../webhooks/addressGuard.js';
 import type { ShopPrincipal } from './principal.js';
@@ -20,7 +21,6 @@ import type { ServiceCall, ServiceContext } from './context.js';
  * is authorized by the operation that asks (domain/operations.ts).
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = () => new ServiceError('not_found', 'No webhook endpoint with this id exists for this shop.');
 
 export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
@@ -40,7 +40,7 @@ export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
 
 /** The caller's endpoint row (not_found for another shop's, or an id that cannot be one). */
 export async function endpointRow(ctx: ServiceContext, principal: ShopPrincipal, id: string): Promise<WebhookEndpointRow> {
-  if (!UUID.test(id)) throw notFound();
+  if (!isUuid(id)) throw notFound();
   const [row] = await ctx.db.orm
     .select()
     .from(webhookEndpoints)

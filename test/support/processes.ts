@@ -54,6 +54,12 @@ export type StartServerOptions = {
    * script (scripts/start.mjs: compiles src/ when it changed, then runs dist/main.js in the same process).
    */
   entry?: 'source' | 'built' | 'start';
+  /**
+   * Run the server in a process group of its own under a parent that never reaps it (`sh`, which `exec`s into
+   * `sleep`): once killed, it stays a zombie, as under a container's init that does not reap. `pid` is then the
+   * server's (its group's) and `kill` signals that group; stopAllServers ends the parent.
+   */
+  underParentThatNeverReaps?: boolean;
 };
 
 /** Starts a server process on a free port and resolves once it listens. */
@@ -81,14 +87,24 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
       : opts.entry === 'start'
         ? [...startNodeArgs(), 'scripts/start.mjs']
         : ['--import', 'tsx', 'src/main.ts'];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = opts.underParentThatNeverReaps
+    ? spawn('sh', ['-c', 'setsid "$@" & echo "svc-server-pid $!"; exec sleep 3600', 'sh', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
 
   const lines: string[] = [];
   const parsed: Record<string, unknown>[] = [];
+  // Under a parent that never reaps it, the server's own exit is not the child's: a start it refuses is seen by its
+  // last words instead (`svc: …` on stderr).
+  let refusedStart: (line: string) => void = () => {};
+  const startRefused = new Promise<never>((_, reject) => {
+    refusedStart = (line) => reject(new Error(`server refused to start: ${line}\nOutput:\n${lines.join('\n')}`));
+  });
+  startRefused.catch(() => undefined);
   const waiters = new Set<{ match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }>();
   const onLine = (line: string) => {
     lines.push(line);
+    if (opts.underParentThatNeverReaps && line.startsWith('svc: ') && !line.startsWith('svc: compiling')) refusedStart(line);
     let obj: Record<string, unknown>;
     try {
       obj = JSON.parse(line);
@@ -152,6 +168,7 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
   const listening = waitForLog((l) => typeof l.address === 'string' && String(l.msg).startsWith('svc listening'), opts.startTimeoutMs ?? null);
   const address = await Promise.race([
     listening.then((l) => String(l.address)),
+    startRefused,
     exited.then(({ code, signal }) => {
       throw new Error(`server exited before listening (code ${code}, signal ${signal}). Output:\n${lines.join('\n')}`);
     }),
@@ -160,15 +177,16 @@ export async function startServer(opts: StartServerOptions): Promise<ServerProce
     throw err;
   });
   const port = Number(new URL(address).port);
+  const serverPid = opts.underParentThatNeverReaps ? Number(/^svc-server-pid (\d+)$/m.exec(lines.join('\n'))![1]) : child.pid!;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
-    pid: child.pid!,
+    pid: serverPid,
     lines,
     logs: () => parsed,
     exited,
     alive: () => child.exitCode === null && child.signalCode === null,
-    kill: (signal) => child.kill(signal),
+    kill: (signal) => (opts.underParentThatNeverReaps ? process.kill(-serverPid, signal) : child.kill(signal)),
     waitForLog,
   };
 }

@@ -58,7 +58,22 @@ describe('the checks at receipt', () => {
     expect(checkWebhookBody('subscription_billing_cycles/skip', DOMAIN, body('subscription_contracts/pause'))?.refused).toMatch(/at subscription_contract_id/);
     expect(checkWebhookBody('shop/redact', DOMAIN, { ...body('shop/redact'), shop_id: '1' })?.refused).toMatch(/at shop_id/);
     expect(checkWebhookBody('orders/create', DOMAIN, body('shop/redact'))).toEqual({ refused: 'not a topic svc subscribes to' });
-    expect(checkWebhookBody('__proto__', DOMAIN, {})).toEqual({ refused: 'not a topic svc subscribes to' });
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+      expect(checkWebhookBody(name, DOMAIN, {})).toEqual({ refused: 'not a topic svc subscribes to' });
+    }
+  });
+
+  it('are strict: a field a topic does not document is refused, so no other topic\'s body passes for it', () => {
+    const body = (topic: string) => documented.find(([t]) => t === topic)![1];
+    // The compliance bodies share shop_id and shop_domain: the fields that make each request its own give it away.
+    expect(checkWebhookBody('shop/redact', DOMAIN, body('customers/redact'))?.refused).toBe('the body does not have the shape of shop/redact (at customer, a field shop/redact does not have)');
+    expect(checkWebhookBody('shop/redact', DOMAIN, body('customers/data_request'))?.refused).toMatch(/shape of shop\/redact \(at customer, a field/);
+    expect(checkWebhookBody('customers/redact', DOMAIN, { ...body('customers/redact'), data_request: { id: 1 } })?.refused).toMatch(/at data_request, a field customers\/redact does not have/);
+    // Every topic, its documented body with one field more: refused, naming the field only.
+    for (const [topic, b] of documented) {
+      expect(checkWebhookBody(topic, DOMAIN, { ...b, not_documented: 'x' })?.refused, topic).toBe(`the body does not have the shape of ${topic} (at not_documented, a field ${topic} does not have)`);
+    }
+    expect(checkWebhookBody('customers/redact', DOMAIN, { ...body('customers/redact'), customer: { id: 7, email: null, phone: null, tags: [] } })?.refused).toMatch(/at customer\.tags/);
   });
 
   it('give a delivery one digest for its topic, shop and raw body, whatever its webhook id', () => {

@@ -82,6 +82,10 @@ export function actorLabel(actor: ContractEvent['actor']): string {
       return 'Platform (changed in Shopify, not through this app)';
     case 'billing':
       return 'Billing (automatic renewal)';
+    case 'bulk_job':
+      return `Bulk job${actor.id ? ` ${actor.id.slice(0, 8)}` : ''}`;
+    case 'oauth':
+      return 'Connected app';
     default:
       return String((actor as { type: string }).type);
   }

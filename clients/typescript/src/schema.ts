@@ -477,7 +477,7 @@ export interface components {
             op: "swap_variant";
             /** @description The id of a line of the contract (lines[].id). */
             lineId: string;
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /**
              * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
@@ -487,7 +487,7 @@ export interface components {
         } | {
             /** @constant */
             op: "add_line";
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /** @description How many, 1 to 999. */
             quantity: number;
@@ -506,7 +506,7 @@ export interface components {
             op: "set_frequency";
             /** @enum {string} */
             interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
-            /** @description Every how many intervals, 1 to 365. */
+            /** @description Every how many intervals: a period of at most 5 years (DAY 1 to 1825, WEEK 1 to 260, MONTH 1 to 60, YEAR 1 to 5). */
             intervalCount: number;
             /**
              * Format: date-time

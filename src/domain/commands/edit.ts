@@ -3,9 +3,10 @@ import { z } from 'zod';
 import { totalsOf, type ContractState } from '../contract.js';
 import type { ErrorDetail } from '../errors.js';
 import { invalidInput, issuesToDetails, parseInput, ServiceError } from '../errors.js';
+import { currencyDigits, fromUnits, maxAmountUnits, toUnits } from '../money.js';
 import { defineCommand, SHOP_ACTORS } from './command.js';
 import { futureTimestamps } from './dates.js';
-import { EDIT_OPERATIONS, EDIT_OPERATION_NAMES, type EditOperation } from './edits/index.js';
+import { EDIT_OPERATION_NAMES, editOperationNamed, type EditOperation, type EditOperations } from './edits/index.js';
 import { EditRejected, type Catalog, type EditContext } from './edits/operation.js';
 
 /** At most this many operations in one edit. */
@@ -34,7 +35,7 @@ export function parseOperations(raw: { op: string }[]): EditOperation[] {
   const details: ErrorDetail[] = [];
   const out: EditOperation[] = [];
   raw.forEach((o, i) => {
-    const def = EDIT_OPERATIONS[o.op as keyof typeof EDIT_OPERATIONS];
+    const def = editOperationNamed(o.op);
     if (!def) {
       details.push({ path: `operations.${i}.op`, message: `unknown operation "${String(o.op).slice(0, 40)}"; one of ${EDIT_OPERATION_NAMES.join(', ')}` });
       return;
@@ -68,7 +69,9 @@ export const edit = defineCommand({
     const details: ErrorDetail[] = [];
     input.operations.forEach((operation, i) => {
       try {
-        const applied = (EDIT_OPERATIONS[operation.op].apply as (c: ContractState, o: EditOperation, x: EditContext) => ReturnType<typeof EDIT_OPERATIONS.set_quantity.apply>)(state, operation, context);
+        const apply = editOperationNamed(operation.op)!.apply as (c: ContractState, o: EditOperation, x: EditContext) => ReturnType<EditOperations['set_quantity']['apply']>;
+        const applied = apply(state, operation, context);
+        assertBillable(state, applied.contract);
         state = applied.contract;
         changes.push(applied.change);
       } catch (err) {
@@ -81,6 +84,25 @@ export const edit = defineCommand({
     return { contract: state, events: [{ type: 'contract.updated', from: contract.status, to: state.status, data: { changes } }] };
   },
 });
+
+/**
+ * An order svc would bill: its subtotal (what its lines come to) within the amounts svc documents and answers, at
+ * most 13 integer digits (DecimalAmount). A contract past it could be neither shown nor billed as the API describes
+ * amounts, so the operation that would make one is refused rather than its total rounded or cut. (One that only
+ * lowers an amount already past it, of a contract made before this rule or on the platform, is let through.)
+ */
+function assertBillable(before: ContractState, contract: ContractState): void {
+  const was = totalsOf(before);
+  const { subtotal, total, currencyCode } = totalsOf(contract);
+  const scale = currencyDigits(currencyCode);
+  const max = maxAmountUnits(scale);
+  for (const [name, amount, previous] of [['subtotal', subtotal, was.subtotal], ['total', total, was.total]] as const) {
+    const units = toUnits(amount, scale);
+    if (units > max && units > toUnits(previous, scale)) {
+      throw new EditRejected(`the contract's ${name} would be ${amount} ${currencyCode}, more than the largest amount an order can have (${fromUnits(max, scale)} ${currencyCode})`);
+    }
+  }
+}
 
 /** 422 invalid_edit naming each operation that cannot apply and why. */
 export function editRejected(details: ErrorDetail[]): ServiceError {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { UuidId } from '../../domain/ids.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
 import { RequestLogRecord, RequestLogStatus } from '../../domain/requestLog.js';
 import { StoredText } from '../../domain/text.js';
@@ -11,9 +12,7 @@ import { listRequestLog } from '../../services/listRequestLog.js';
 import { ErrorEnvelope } from '../errors.js';
 
 const RequestLogQuery = z.strictObject({
-  keyId: z
-    .string()
-    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'must be a key id from GET /admin/api/keys')
+  keyId: UuidId('must be a key id from GET /admin/api/keys')
     .optional()
     .describe('Only this key\'s requests.'),
   status: RequestLogStatus.optional().describe('2xx, 4xx, 5xx, or one status code such as 429.'),

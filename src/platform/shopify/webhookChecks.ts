@@ -25,8 +25,11 @@ import { z } from 'zod';
  *
  * The shapes are the platform's documented payloads (https://shopify.dev/docs/api/webhooks, each topic's example;
  * the compliance topics: https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance), the ones the
- * platform's stand-in sends (test/support/shopify/payloads.ts). Unknown fields are allowed: the platform adds fields
- * to payloads without a new API version.
+ * platform's stand-in sends (test/support/shopify/payloads.ts), and they are strict: a field a topic does not
+ * document is refused, as a body with the fields of another topic must be. A payload the platform extends in a later
+ * API version is then refused too, with a warning that names the field (never its value), until svc knows it: a
+ * subscription's API version is svc's own choice (SHOPIFY_API_VERSION), and the signals it would miss meanwhile are
+ * made up for by reconciliation, the pending-attempt poll and the token check of an uninstall.
  */
 
 const gid = (type: string) => z.string().regex(new RegExp(`^gid://shopify/${type}/\\d{1,19}$`));
@@ -34,22 +37,41 @@ const gid = (type: string) => z.string().regex(new RegExp(`^gid://shopify/${type
 const numericId = z.number().int().positive();
 
 /**
+ * A topic's body exactly: the fields svc uses, as `uses` types them, and the topic's other documented fields,
+ * optional and of any value; a field the topic does not document is refused. Strict, so that no body of one topic
+ * (whose documented fields differ) passes for another's: a customers/redact body has customer and orders_to_redact,
+ * which shop/redact does not.
+ */
+const exactly = (uses: z.ZodRawShape, others: readonly string[] = []) =>
+  z.strictObject({ ...Object.fromEntries(others.map((k) => [k, z.unknown().optional()])), ...uses });
+
+/**
  * subscription_contracts/*: thin; svc takes the contract's gid and the revision the signal was sent for. The body
  * does not name the shop. What protects it instead: it is only a signal. svc reads the contract again from the
  * platform with the header shop's own token and applies what the platform answers; contract ids are the platform's,
  * global, so under another shop's header the read finds nothing.
  */
-const contractSignal = z.object({
-  admin_graphql_api_id: gid('SubscriptionContract'),
-  id: z.number(),
-  revision_id: z.union([z.string().regex(/^\d{1,20}$/), z.number().int().nonnegative()]),
-});
+const contractSignal = exactly(
+  {
+    admin_graphql_api_id: gid('SubscriptionContract'),
+    id: z.number(),
+    revision_id: z.union([z.string().regex(/^\d{1,20}$/), z.number().int().nonnegative()]),
+  },
+  ['billing_policy', 'currency_code', 'customer_id', 'admin_graphql_api_customer_id', 'delivery_policy', 'status', 'admin_graphql_api_origin_order_id', 'origin_order_id'],
+);
 
 /**
  * subscription_billing_cycles/skip|unskip: the contract by its numeric id, and the cycle. No shop in the body; a
  * signal like the contract topics (svc reads the contract again), so protected the same way.
  */
-const billingCycleSignal = z.object({ subscription_contract_id: numericId, cycle_index: z.number().int() });
+const billingCycleSignal = exactly({ subscription_contract_id: numericId, cycle_index: z.number().int() }, [
+  'cycle_start_at',
+  'cycle_end_at',
+  'contract_edit',
+  'billing_attempt_expected_date',
+  'skipped',
+  'edited',
+]);
 
 /**
  * subscription_billing_attempts/success|failure|challenged: the attempt (gid and numeric id), its idempotency key and
@@ -58,36 +80,59 @@ const billingCycleSignal = z.object({ subscription_contract_id: numericId, cycle
  * another shop's header the read finds nothing). The payload is the documented one
  * (https://shopify.dev/docs/api/webhooks, topic subscription_billing_attempts/success).
  */
-const billingAttemptSignal = z.object({
-  admin_graphql_api_id: gid('SubscriptionBillingAttempt'),
-  id: numericId,
-  idempotency_key: z.string().min(1).max(255),
-  subscription_contract_id: numericId,
-});
+const billingAttemptSignal = exactly(
+  {
+    admin_graphql_api_id: gid('SubscriptionBillingAttempt'),
+    id: numericId,
+    idempotency_key: z.string().min(1).max(255),
+    subscription_contract_id: numericId,
+  },
+  ['order_id', 'admin_graphql_api_order_id', 'admin_graphql_api_subscription_contract_id', 'ready', 'error_message', 'error_code'],
+);
 
-/** app/uninstalled: the shop resource. `myshopify_domain` is the header's domain (`domain` may be a custom domain). */
-const shopResource = z.object({ id: numericId, myshopify_domain: z.string() });
+/**
+ * app/uninstalled: the shop resource (the REST Admin API's Shop, as the webhook documents it). `myshopify_domain` is
+ * the header's domain (`domain` may be a custom domain).
+ */
+const SHOP_RESOURCE_FIELDS = [
+  'name', 'email', 'domain', 'province', 'country', 'address1', 'zip', 'city', 'source', 'phone', 'latitude', 'longitude', 'primary_locale',
+  'address2', 'created_at', 'updated_at', 'country_code', 'country_name', 'currency', 'customer_email', 'timezone', 'iana_timezone', 'shop_owner',
+  'money_format', 'money_with_currency_format', 'weight_unit', 'province_code', 'taxes_included', 'auto_configure_tax_inclusivity', 'tax_shipping',
+  'county_taxes', 'plan_display_name', 'plan_name', 'has_discounts', 'has_gift_cards', 'google_apps_domain', 'google_apps_login_enabled',
+  'money_in_emails_format', 'money_with_currency_in_emails_format', 'eligible_for_payments', 'requires_extra_payments_agreement', 'password_enabled',
+  'has_storefront', 'finances', 'primary_location_id', 'checkout_api_supported', 'multi_location_enabled', 'setup_required', 'pre_launch_enabled',
+  'enabled_presentment_currencies', 'transactional_sms_disabled', 'marketing_sms_consent_enabled_at_checkout', 'cookie_consent_level',
+  'visitor_tracking_consent_preference', 'force_ssl', 'eligible_for_card_reader_giveaway',
+] as const;
+const shopResource = exactly({ id: numericId, myshopify_domain: z.string() }, SHOP_RESOURCE_FIELDS);
 
 /**
  * app_subscriptions/update: names its shop by the platform's shop id only (`admin_graphql_api_shop_id`), which svc
  * does not keep. What protects it instead: it is only a signal; svc reads the shop's app subscriptions from the
  * platform with the shop's own token, and the plan follows what the platform answers.
  */
-const appSubscriptionUpdate = z.object({
-  app_subscription: z.object({ admin_graphql_api_id: gid('AppSubscription'), admin_graphql_api_shop_id: gid('Shop'), status: z.string() }),
+const appSubscriptionUpdate = exactly({
+  app_subscription: exactly({ admin_graphql_api_id: gid('AppSubscription'), admin_graphql_api_shop_id: gid('Shop'), status: z.string() }, [
+    'name',
+    'created_at',
+    'updated_at',
+    'currency',
+    'capped_amount',
+  ]),
 });
 
 /**
  * bulk_operations/finish: no shop in the body. It only wakes the shop's import, which asks the platform for the
  * operation's status itself (and polls without it).
  */
-const bulkOperationFinish = z.object({ admin_graphql_api_id: gid('BulkOperation'), status: z.string() });
+const bulkOperationFinish = exactly({ admin_graphql_api_id: gid('BulkOperation'), status: z.string() }, ['completed_at', 'created_at', 'error_code', 'type']);
 
+// The compliance topics (https://shopify.dev/docs/apps/build/compliance/privacy-law-compliance).
 const complianceBase = { shop_id: numericId, shop_domain: z.string() };
-const customer = z.object({ id: numericId });
-const customersDataRequest = z.object({ ...complianceBase, customer, data_request: z.object({ id: numericId }) });
-const customersRedact = z.object({ ...complianceBase, customer, orders_to_redact: z.array(z.unknown()) });
-const shopRedact = z.object(complianceBase);
+const customer = exactly({ id: numericId }, ['email', 'phone']);
+const customersDataRequest = exactly({ ...complianceBase, customer, data_request: exactly({ id: numericId }) }, ['orders_requested']);
+const customersRedact = exactly({ ...complianceBase, customer, orders_to_redact: z.array(z.unknown()) });
+const shopRedact = exactly(complianceBase);
 
 type TopicBody = {
   schema: z.ZodType;
@@ -123,7 +168,11 @@ export function checkWebhookBody(topic: string, shopDomain: string, body: Record
   if (!expected) return { refused: 'not a topic svc subscribes to' };
   const parsed = expected.schema.safeParse(body);
   if (!parsed.success) {
-    const at = parsed.error.issues[0]?.path.map(String).join('.') || 'the body';
+    const issue = parsed.error.issues[0];
+    // A field of the body's own naming: the field's name is said (it is the platform's, or an attacker's), never a value.
+    const unexpected = issue?.code === 'unrecognized_keys' ? issue.keys.map((k) => k.slice(0, 64)) : [];
+    const path = issue?.path.map(String).join('.');
+    const at = unexpected.length ? `${path ? `${path}.` : ''}${unexpected[0]}, a field ${topic} does not have` : path || 'the body';
     return { refused: `the body does not have the shape of ${topic} (at ${at})` };
   }
   if (expected.shopOf && expected.shopOf(body) !== shopDomain) return { refused: 'the body names another shop than X-Shopify-Shop-Domain' };

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { PlatformContract as MirroredContract } from '../../db/mirror.js';
 import { inboxReceipts, type Delivery, type InboxShop, type ReceiptRow, type Stored } from '../../db/webhookInbox.js';
 import { ServiceError } from '../../domain/errors.js';
-import { fitsInt8 } from '../../domain/contractId.js';
+import { fitsInt8 } from '../../domain/ids.js';
 import { parseJson } from '../../domain/json.js';
 import type { ServiceContext } from '../../services/context.js';
 import { WebhookInbox, type InboxAdapter, type Processed } from '../../services/webhookInbox.js';

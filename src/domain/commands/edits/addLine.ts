@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { currencyOf } from '../../contract.js';
 import { normalizeAmount } from '../../money.js';
-import { defineEditOperation, EditRejected } from './operation.js';
+import { clientPrice, defineEditOperation, EditRejected } from './operation.js';
 import { Quantity, UnitPrice, VariantId } from './fields.js';
 
 /** A contract holds at most this many lines (the platform's mirror reads this many per contract). */
@@ -17,8 +17,8 @@ export const addLine = defineEditOperation({
     const variant = catalog?.variant(input.variantId);
     if (catalog && !variant) throw new EditRejected(`unknown variant "${input.variantId}"`);
     const currencyCode = currencyOf(contract);
-    const amount = input.price ?? variant?.price.amount ?? '0';
-    const line = { id: newId(), title: variant?.title ?? '', variantId: input.variantId, quantity: input.quantity, price: { amount: normalizeAmount(amount, currencyCode), currencyCode } };
+    const amount = input.price !== undefined ? clientPrice(input.price, currencyCode) : normalizeAmount(variant?.price.amount ?? '0', currencyCode);
+    const line = { id: newId(), title: variant?.title ?? '', variantId: input.variantId, quantity: input.quantity, price: { amount, currencyCode } };
     return { contract: { ...contract, lines: [...contract.lines, line] }, change: { op: 'add_line', lineId: line.id, before: null, after: line } };
   },
 });

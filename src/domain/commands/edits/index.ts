@@ -30,6 +30,14 @@ export type EditOperations = typeof EDIT_OPERATIONS;
 export type EditOperationName = keyof EditOperations;
 export const EDIT_OPERATION_NAMES = Object.keys(EDIT_OPERATIONS) as EditOperationName[];
 
+/**
+ * The kind of edit a client named, or undefined. Only the table's own entries count: `__proto__`, `constructor` or
+ * `toString` would otherwise be found on Object.prototype and taken for an operation.
+ */
+export function editOperationNamed(op: unknown): EditOperations[EditOperationName] | undefined {
+  return typeof op === 'string' && Object.hasOwn(EDIT_OPERATIONS, op) ? EDIT_OPERATIONS[op as EditOperationName] : undefined;
+}
+
 /** One operation as a caller sends it, whichever kind. */
 export type EditOperation = { [K in EditOperationName]: z.infer<EditOperations[K]['input']> }[EditOperationName];
 

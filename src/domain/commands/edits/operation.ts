@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ContractState, Discount } from '../../contract.js';
-import type { Money } from '../../money.js';
+import { currencyDigits, exactAmount, type Money } from '../../money.js';
 
 /**
  * One kind of contract edit (set_quantity, add_line …), defined once: its schema and a pure `apply` that answers the
@@ -36,6 +36,13 @@ export type EditContext = { catalog: Catalog | null; newId(): string };
 export class EditRejected extends Error {}
 
 export const defineEditOperation = <const Op extends string, Input>(def: EditOperationDefinition<Op, Input>) => def;
+
+/** A unit price a client gave, in the contract's currency exactly (EditRejected when it has more decimals). */
+export function clientPrice(amount: string, currencyCode: string): string {
+  const exact = exactAmount(amount, currencyCode);
+  if (exact === null) throw new EditRejected(`the price "${amount}" has more decimals than ${currencyCode} has (${currencyDigits(currencyCode)})`);
+  return exact;
+}
 
 /** The line with this id, or EditRejected. */
 export function lineIndex(contract: ContractState, lineId: string): number {

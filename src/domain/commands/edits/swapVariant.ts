@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { currencyOf } from '../../contract.js';
 import { normalizeAmount } from '../../money.js';
-import { defineEditOperation, EditRejected, lineIndex } from './operation.js';
+import { clientPrice, defineEditOperation, EditRejected, lineIndex } from './operation.js';
 import { LineId, UnitPrice, VariantId } from './fields.js';
 
 export const swapVariant = defineEditOperation({
@@ -15,8 +15,8 @@ export const swapVariant = defineEditOperation({
     const variant = catalog?.variant(input.variantId);
     if (catalog && !variant) throw new EditRejected(`unknown variant "${input.variantId}"`);
     const currencyCode = currencyOf(contract);
-    const amount = input.price ?? variant?.price.amount ?? before.price.amount;
-    const after = { ...before, variantId: input.variantId, title: variant?.title ?? before.title, price: { amount: normalizeAmount(amount, currencyCode), currencyCode } };
+    const amount = input.price !== undefined ? clientPrice(input.price, currencyCode) : normalizeAmount(variant?.price.amount ?? before.price.amount, currencyCode);
+    const after = { ...before, variantId: input.variantId, title: variant?.title ?? before.title, price: { amount, currencyCode } };
     const lines = contract.lines.slice();
     lines[i] = after;
     return {

@@ -1,0 +1,64 @@
+import { isWellFormedKey, KEY_PREFIX, percentDecoded } from './keys.js';
+import { WEBHOOK_SECRET_ANYWHERE } from './webhooks.js';
+
+/**
+ * The one scrubber of secrets for everything svc keeps of what a client sent (the access log, every log line, the
+ * request log): API keys (`svc_live_…`, whole or cut short, and a key's 49 characters without the prefix, which its
+ * checksum recognises), platform session tokens (JWTs) and webhook signing secrets (`whsec_…`), written out or
+ * percent-encoded in any way (`%65yJ…`, `whsec%5F…`, `svc%255flive_…`, or every character escaped), each replaced.
+ *
+ * Percent-encoded text is judged by what it decodes to, again and again until nothing changes (keys.ts
+ * percentDecoded): a run of text is replaced whole when its decoded form holds a secret, first by the runs between a
+ * URL's delimiters (a path segment, a query value: the rest of a URL stays readable), then by the runs between
+ * spaces and quotes (a secret whose written-out `/`, `=` or `&` split it across the first kind). A secret's own
+ * characters are never spaces, quotes or backslashes, and decoding never turns an escape into a literal delimiter of
+ * the text, so each secret lies within one run of the second kind, however it is written: nothing of one is left.
+ */
+
+// A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
+const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/g;
+const JWT = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/;
+const WEBHOOK_SECRET = new RegExp(WEBHOOK_SECRET_ANYWHERE.source);
+const KEY_MENTION = /svc_live_/i;
+const KEY_ANYWHERE = /svc_live_[0-9A-Za-z]*/gi;
+// 49 base62 characters standing alone: a key's body (random part and checksum) when its checksum says so.
+const KEY_BODY_ANYWHERE = /(?<![0-9A-Za-z])[0-9A-Za-z]{49}(?![0-9A-Za-z])/g;
+
+/** A path segment, a query parameter's name or value, a word: text between a URL's delimiters, spaces and quotes. */
+const URL_RUN = /[^\s"'\\<>/?&=#]+/g;
+/** Text between spaces and quotes (a JSON string's content, a header's word). */
+const WORD_RUN = /[^\s"'\\<>]+/g;
+
+const isKeyBody = (text: string): boolean => isWellFormedKey(KEY_PREFIX + text);
+
+function hasKeyBody(text: string): boolean {
+  if (text.length < 49) return false;
+  for (const m of text.matchAll(KEY_BODY_ANYWHERE)) if (isKeyBody(m[0])) return true;
+  return false;
+}
+
+/** True when the text, as it is written, holds a secret of any kind svc knows. */
+function holdsSecret(text: string): boolean {
+  return KEY_MENTION.test(text) || JWT.test(text) || WEBHOOK_SECRET.test(text) || hasKeyBody(text);
+}
+
+/** A run holding a percent-escape: does what it decodes to hold a secret? (Text that never stops decoding does.) */
+function encodesSecret(run: string): boolean {
+  if (!run.includes('%')) return false;
+  const decoded = percentDecoded(run);
+  return decoded === null || holdsSecret(decoded);
+}
+
+/** The text with every secret in it replaced, however it is percent-encoded. */
+export function redactSecrets(text: string): string {
+  let out = text;
+  if (out.includes('%')) {
+    out = out.replace(URL_RUN, (run) => (encodesSecret(run) ? '[REDACTED]' : run));
+    out = out.replace(WORD_RUN, (run) => (encodesSecret(run) ? '[REDACTED]' : run));
+  }
+  if (KEY_MENTION.test(out)) out = out.replace(KEY_ANYWHERE, 'svc_live_[REDACTED]');
+  if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
+  if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET_ANYWHERE, '[REDACTED WEBHOOK SECRET]');
+  if (out.length >= 49) out = out.replace(KEY_BODY_ANYWHERE, (body) => (isKeyBody(body) ? '[REDACTED]' : body));
+  return out;
+}
