@@ -554,7 +554,7 @@ export interface components {
         BulkEditOperationInput: {
             /** @constant */
             op: "set_quantity";
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /** @description How many, 1 to 999. */
             quantity: number;
@@ -563,7 +563,7 @@ export interface components {
             op: "swap_variant";
             /** @description The variant to replace. */
             fromVariantId: string;
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /**
              * @description The unit price in the contract's currency, e.g. "19.90"; omit to take the variant's price.
@@ -573,7 +573,7 @@ export interface components {
         } | {
             /** @constant */
             op: "set_price";
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /**
              * @description The new unit price, e.g. "26.50".
@@ -583,12 +583,12 @@ export interface components {
         } | {
             /** @constant */
             op: "remove_variant";
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
         } | {
             /** @constant */
             op: "add_line";
-            /** @description The product variant id. */
+            /** @description The product variant id: 1 to 19 digits, at most 9223372036854775807. */
             variantId: string;
             /** @description How many, 1 to 999. */
             quantity: number;
@@ -602,7 +602,7 @@ export interface components {
             op: "set_frequency";
             /** @enum {string} */
             interval: "DAY" | "WEEK" | "MONTH" | "YEAR";
-            /** @description Every how many intervals, 1 to 365. */
+            /** @description Every how many intervals: a period of at most 5 years (DAY 1 to 1825, WEEK 1 to 260, MONTH 1 to 60, YEAR 1 to 5). */
             intervalCount: number;
             /**
              * Format: date-time
