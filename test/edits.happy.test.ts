@@ -44,6 +44,24 @@ describe('POST /subscription-contracts/{id}/edits', () => {
     expect(events[0].data).toEqual({ changes: [{ op: 'set_quantity', lineId, before: { quantity: 2 }, after: { quantity: 3 } }] });
   });
 
+  it('set_price: the line\'s unit price changes, the totals follow, the event says before and after', async () => {
+    const c = await insertContract(t, shopId);
+    const lineId = c.lines[0].id;
+    const { contract } = await ok(c.id, { operations: [{ op: 'set_price', lineId, price: '26.5' }] });
+    expect(contract.lines).toEqual([{ ...c.lines[0], price: { amount: '26.50', currencyCode: 'EUR' } }]);
+    expect(contract.totals).toEqual({ subtotal: '53.00', discounts: '0.00', shipping: '0.00', total: '53.00', currencyCode: 'EUR' });
+    const [event] = await eventRows(t, c.id);
+    expect(event.data.changes).toEqual([{ op: 'set_price', lineId, before: { price: { amount: '24.00', currencyCode: 'EUR' } }, after: { price: { amount: '26.50', currencyCode: 'EUR' } } }]);
+    expect((await contractRow(t, c.id)).lines[0].price).toEqual({ amount: '26.50', currencyCode: 'EUR' });
+    // A price with more decimals than the currency has, or of another form, is refused and changes nothing.
+    for (const price of ['26.505', '-1.00', '26,50']) {
+      const res = await edit(c.id, { operations: [{ op: 'set_price', lineId, price }] });
+      expect(res.statusCode, price).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode, price).toBeLessThan(500);
+    }
+    expect((await contractRow(t, c.id)).lines[0].price).toEqual({ amount: '26.50', currencyCode: 'EUR' });
+  });
+
   it('several operations apply in order, all together: swap, add from the catalog, remove, frequency, address, a code', async () => {
     const c = await insertContract(t, shopId, {
       lines: [

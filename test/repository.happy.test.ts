@@ -73,8 +73,10 @@ describe('CHANGELOG.md', () => {
 describe('README', () => {
   const readme = read('README.md');
 
-  it('states the versioning policy: what may change inside v1, and how a breaking change is announced', () => {
-    const section = readme.slice(readme.indexOf('## Versioning'), readme.indexOf('\n## ', readme.indexOf('## Versioning') + 1));
+  it('links the versioning policy, which says what may change inside v1 and how a breaking change is announced', () => {
+    expect(readme).toContain('(docs/api.md)');
+    const api = read('docs/api.md');
+    const section = api.slice(api.indexOf('## Versioning'), api.indexOf('\n## ', api.indexOf('## Versioning') + 1));
     expect(section.length).toBeGreaterThan(200);
     for (const part of [/new fields/, /new endpoints/, /new webhook event types/, /new error codes/, /\/api\/v2/, /`Deprecation` header/, /CHANGELOG\.md/]) {
       expect(section).toMatch(part);

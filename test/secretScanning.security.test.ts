@@ -380,9 +380,9 @@ describe('reading the published list', () => {
   });
 });
 
-describe('the README', () => {
+describe('the keys documentation', () => {
   it('gives GitHub the pattern svc keys match, and the URL reports are received at', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../docs/keys-and-permissions.md', import.meta.url), 'utf8');
     const row = readme.split('\n').find((l) => l.startsWith('| the regular expression |'));
     expect(row).toContain(`\`${KEY_PATTERN_SOURCE}\``);
     const pattern = new RegExp(KEY_PATTERN_SOURCE, 'g');

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { currencyOf } from '../../contract.js';
-import { normalizeAmount } from '../../money.js';
-import { defineEditOperation, lineIndex } from './operation.js';
+import { clientPrice, defineEditOperation, lineIndex } from './operation.js';
 import { LineId, UnitPrice } from './fields.js';
 
 export const setPrice = defineEditOperation({
@@ -12,7 +11,8 @@ export const setPrice = defineEditOperation({
   apply(contract, input) {
     const i = lineIndex(contract, input.lineId);
     const before = contract.lines[i];
-    const price = { amount: normalizeAmount(input.price, currencyOf(contract)), currencyCode: currencyOf(contract) };
+    const currencyCode = currencyOf(contract);
+    const price = { amount: clientPrice(input.price, currencyCode), currencyCode };
     const lines = contract.lines.slice();
     lines[i] = { ...before, price };
     return { contract: { ...contract, lines }, change: { op: 'set_price', lineId: before.id, before: { price: before.price }, after: { price } } };
