@@ -71,15 +71,21 @@ const BULK = REC + 4;
  * with the change's last event and its totals, in the change's own statement, so an item is done exactly when its
  * change is committed, and never applied twice.
  */
-const bulkItems = (rows: (arrays: string[]) => string) => `, bulk_items_done AS (
-    UPDATE bulk_job_items b
-       SET status = 'succeeded', event_id = ev.id, currency_code = x.currency, total_before = x.before, total_after = x.after, lease_until = NULL
+const bulkItems = (rows: (arrays: string[]) => string) => `, bulk_done AS MATERIALIZED (
+    -- The items this commit carries out, each with its contract and the change's last event: formed first, so that
+    -- the update below reaches each item by its primary key (joined in one step, the planner would pair every
+    -- pending item of the job with every input).
+    SELECT x.job_id, u.id AS contract_id, x.currency, x.before, x.after,
+           (SELECT max(ne.id) FROM new_events ne WHERE ne.contract_id = u.id) AS event_id
       FROM ${rows([`$${BULK}::int[]`, `$${BULK + 1}::uuid[]`, `$${BULK + 2}::text[]`, `$${BULK + 3}::numeric[]`, `$${BULK + 4}::numeric[]`])}
            AS x(input_ord, job_id, currency, before, after)
       JOIN input i ON i.ord = x.input_ord
       JOIN updated u ON u.id = i.id
-      CROSS JOIN LATERAL (SELECT max(ne.id) AS id FROM new_events ne WHERE ne.contract_id = u.id) ev
-     WHERE b.job_id = x.job_id AND b.contract_id = u.id AND b.status = 'pending'
+  ), bulk_items_done AS (
+    UPDATE bulk_job_items b
+       SET status = 'succeeded', event_id = d.event_id, currency_code = d.currency, total_before = d.before, total_after = d.after, lease_until = NULL
+      FROM bulk_done d
+     WHERE b.job_id = d.job_id AND b.contract_id = d.contract_id AND b.status = 'pending'
   )`;
 
 const commitStatement = (rows: (arrays: string[]) => string, withBulkItems = false) => `
