@@ -141,14 +141,16 @@ export async function claimItems(db: Database, jobId: string, opts: { now: Date;
   return rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
 }
 
-/** A job's pending items: how many in all, and how many a live claim holds. */
-export async function pendingItems(run: RunSql, jobId: string, now: Date): Promise<{ total: number; inFlight: number }> {
-  const [row] = await run<{ total: number; inFlight: number }>(
-    `SELECT count(*)::int AS total, count(*) FILTER (WHERE lease_until > $2)::int AS "inFlight"
-       FROM bulk_job_items WHERE job_id = $1 AND status = 'pending'`,
-    [jobId, now],
+/**
+ * Whether the job has a pending item besides `except` (leased or waiting ones included). Stops at the first: the
+ * claimed items come first in contract order, so it reads at most a batch's worth of rows however large the job.
+ */
+export async function hasPendingBesides(run: RunSql, jobId: string, except: string[]): Promise<boolean> {
+  const [row] = await run<{ any: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM bulk_job_items WHERE job_id = $1 AND status = 'pending' AND contract_id <> ALL ($2::bigint[])) AS any`,
+    [jobId, except],
   );
-  return row;
+  return row.any;
 }
 
 /** The items of `ids` still pending and leased until `until` by this claim, locked for this transaction. */

@@ -1,4 +1,4 @@
-import { claimItems, expirePreviews, jobRow, jobsWithWork, pendingItems, purgeJobs, queueJobEvent, skipPending, startQueued, type BulkJobRow } from '../db/bulkJobRows.js';
+import { claimItems, expirePreviews, hasPendingBesides, jobRow, jobsWithWork, purgeJobs, queueJobEvent, skipPending, startQueued, type BulkJobRow } from '../db/bulkJobRows.js';
 import { BULK_JOB_RETENTION_MS, type BulkChange } from '../domain/bulkJobs.js';
 import { endJob, toBulkJob } from '../services/bulkJobs.js';
 import type { ServiceContext } from '../services/context.js';
@@ -131,19 +131,21 @@ export class BulkJobWorker extends Worker {
     const until = new Date(now.getTime() + LEASE_MS);
     const limit = this.opts.batchSize ?? (platform ? PLATFORM_BATCH : STANDALONE_BATCH);
     const claimed = await claimItems(this.ctx.db, job.id, { now, until, limit });
-    const left = await this.ctx.db.withSession((run) => pendingItems(run, job.id, now));
+    const ids = claimed.map((c) => c.id);
+    const othersPending = () => this.ctx.db.withSession((run) => hasPendingBesides(run, job.id, ids));
     if (!claimed.length) {
       // Nothing pending at all: the job is done. (Items another worker holds, or waiting on billing, come back.)
-      if (left.total === 0) await endJob(this.ctx, job, job.status === 'previewing' ? 'previewed' : 'completed');
+      if (!(await othersPending())) await endJob(this.ctx, job, job.status === 'previewing' ? 'previewed' : 'completed');
       return 0;
     }
     // The rest of the job done, a contract still being billed after one wait gets its last try.
-    const lastTry = new Set(left.total === claimed.length ? claimed.filter((c) => c.waited).map((c) => c.id) : []);
+    const waited = claimed.filter((c) => c.waited).map((c) => c.id);
+    const lastTry = new Set(waited.length && !(await othersPending()) ? waited : []);
     const done = await runBulkItems(this.ctx, {
       jobId: job.id,
       shopId: job.shopId,
       change: job.change as BulkChange,
-      contractIds: claimed.map((c) => c.id),
+      contractIds: ids,
       lease: until,
       preview: job.status === 'previewing',
       lastTry,
