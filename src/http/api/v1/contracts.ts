@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestAction, requestContractJson, requestEdit } from '../../../services/contractRequests.js';
 import type { ServiceContext } from '../../../services/context.js';
 import type { ShopPrincipal } from '../../../services/principal.js';
@@ -8,7 +8,7 @@ import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
 import type { Contract } from '../../../domain/resources.js';
-import { JsonText } from '../../../domain/json.js';
+import { JsonText, replyJson } from '../../../domain/json.js';
 import {
   actionErrors,
   authErrors,
@@ -28,8 +28,11 @@ import {
 
 const security = [{ bearerAuth: [] }];
 
-/** A contract already written as JSON, answered as that text (app.ts: the serializer writes a JsonText as is). */
-const asWritten = (json: string): Contract => new JsonText(json) as unknown as Contract;
+/**
+ * An answer whose contract is already written as JSON (the change path wrote it for its event): sent as that text,
+ * the other fields written around it, instead of parsed and written again.
+ */
+const sendWritten = (reply: FastifyReply, body: Record<string, unknown>) => reply.type('application/json; charset=utf-8').send(replyJson(body));
 
 /** The public API v1: thin adapters from HTTP to the contract services. */
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
@@ -69,7 +72,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       params: ContractIdParams,
       response: { 200: ContractResponse.describe('The contract.'), ...readErrors },
     },
-    handler: async (req) => ({ contract: asWritten((await requestContractJson(ctx, req.caller!, req.params.contract_id)).json) }),
+    handler: async (req, reply) => sendWritten(reply, { contract: new JsonText((await requestContractJson(ctx, req.caller!, req.params.contract_id)).json) }),
   });
 
   r.get('/subscription-contracts/:contract_id/events', {
@@ -106,13 +109,13 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     preValidation: requireJsonBody,
     config: { recordsResult: { render: renderAction } },
     // With an Idempotency-Key, the result is recorded in the same commit as the action.
-    handler: async (req) => {
+    handler: async (req, reply) => {
       const done = await requestAction(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       req.resultRecorded = !!req.idempotency;
       const answer = renderAction(done.contract, req);
       // The contract as its event already holds it in JSON, sent as that text (bill_now's answer, with its attempt,
       // is written whole).
-      return done.json !== undefined && answer.billingAttempt === undefined ? { contract: asWritten(done.json) } : answer;
+      return done.json !== undefined && answer.billingAttempt === undefined ? sendWritten(reply, { contract: new JsonText(done.json) }) : answer;
     },
   });
 
@@ -136,12 +139,12 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
     config: { recordsResult: { render: renderEdit } },
-    handler: async (req) => {
+    handler: async (req, reply) => {
       const done = await requestEdit(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       // A preview changes nothing, so nothing recorded its result: the response itself is kept for the key.
       req.resultRecorded = !done.preview && !!req.idempotency;
       // The contract as its event holds it in JSON (a preview's too), sent as that text.
-      return { contract: done.json !== undefined ? asWritten(done.json) : done.contract, preview: done.preview };
+      return done.json !== undefined ? sendWritten(reply, { contract: new JsonText(done.json), preview: done.preview }) : { contract: done.contract, preview: done.preview };
     },
   });
 }
