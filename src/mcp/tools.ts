@@ -221,7 +221,7 @@ const bulkTools: ToolDefinition[] = [
       'next order totals before and after per currency, and the first problems. Waits up to 20 s for the preview; if it ' +
       'is still previewing, call get_bulk_job later. Show the preview to the user; only start_bulk_job changes anything.',
     input: z.strictObject({
-      selector: Selector.describe('Which contracts: { "contractIds": [...] } or { "filter": { status, customerId, customerEmail, variantId, nextBillingDateFrom, nextBillingDateTo } } ({} is every contract).'),
+      selector: Selector.describe('Which contracts: { "contractIds": [...] } or { "filter": { status, billingStatus, customerId, customerEmail, variantId, nextBillingDateFrom, nextBillingDateTo } } ({} is every contract).'),
       change: BulkChange.describe('The change: an action body such as { "action": "pause", "resumeAt": "…" }, or { "operations": [ … ] } naming lines by variantId.'),
     }),
     output: z.object({
