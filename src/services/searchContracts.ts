@@ -17,9 +17,8 @@ export type ContractSearchPage = { contracts: Contract[]; nextCursor: string | n
 /**
  * The admin's contract list: a shop's contracts newest first, found by what a merchant has at hand (a contract id, or
  * the start of the customer's email in any case), optionally of one status and of some billing statuses (payment
- * trouble: retrying, action_required), a page at a time both ways. A query of
- * digits (a leading "#" allowed, as the admin writes ids) finds the contract with that id and any email that starts
- * with those digits. Emails match by prefix, which the index of migration 0014 serves; a substring would read every
+ * trouble: retrying, action_required), a page at a time both ways. A query of digits (a leading "#" allowed, as the
+ * admin writes ids) finds the contract with that id and any email that starts with those digits. Emails match by prefix, which the index of migration 0014 serves; a substring would read every
  * contract of the shop.
  */
 export async function searchContracts({
