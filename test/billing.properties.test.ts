@@ -27,7 +27,7 @@ const MINUTE = 60_000;
 const DAY = 86_400_000;
 const MAX_LATE = 3 * DAY;
 
-type Action = { action: 'pause'; resumeInMinutes?: number } | { action: 'resume' } | { action: 'cancel' } | { action: 'skip' } | { action: 'reschedule'; inMinutes: number } | { action: 'bill_now' };
+type Action = { action: 'pause'; resumeInMinutes?: number } | { action: 'resume' } | { action: 'cancel' } | { action: 'skip' } | { action: 'reschedule'; inMinutes: number } | { action: 'bill_now'; again: boolean };
 type OutcomeKind = 'succeeded' | 'insufficient_funds' | 'expired_card' | 'out_of_stock' | 'action_required';
 type Step =
   | { kind: 'advance'; minutes: number }
@@ -45,7 +45,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   fc.constant({ action: 'cancel' as const }),
   fc.constant({ action: 'skip' as const }),
   fc.record({ action: fc.constant('reschedule' as const), inMinutes: fc.integer({ min: 1, max: 10 * 24 * 60 }) }),
-  fc.constant({ action: 'bill_now' as const }),
+  // again: true as well, so bill_now after one that succeeded still bills (a second cycle), as well as being refused.
+  fc.record({ action: fc.constant('bill_now' as const), again: fc.boolean() }),
 );
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('advance' as const), minutes: fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 60, max: 5 * 24 * 60 })) }) },
@@ -170,7 +171,9 @@ describe('renewals under any interleaving', () => {
                     ? { action: 'pause', ...(a.resumeInMinutes && { resumeAt: new Date(now + a.resumeInMinutes * MINUTE).toISOString() }) }
                     : a.action === 'reschedule'
                       ? { action: 'reschedule', nextBillingDate: new Date(now + a.inMinutes * MINUTE).toISOString() }
-                      : { action: a.action };
+                      : a.action === 'bill_now'
+                        ? { action: 'bill_now', ...(a.again && { again: true }) }
+                        : { action: a.action };
                 const res = await t.inject({ method: 'POST', url: `${API}/${ids[s.c]}/actions`, headers: bearer(shop.key), payload: body });
                 expect([200, 409], res.body).toContain(res.statusCode);
                 break;

@@ -126,3 +126,25 @@ export const submittedAttempts = perDatabase(
       { failsEveryInput: isDatabaseUnavailable, maxBatch: 500 },
     ),
 );
+
+/** A contract's attempt that succeeded: what started it, when its payment succeeded, and the order's name. */
+export type SucceededAttempt = { trigger: AttemptState['trigger']; at: Date; orderName: string | null };
+
+const LAST_SUCCEEDED = `
+  SELECT b.trigger, coalesce(b.completed_at, b.created_at) AS at, b."order" ->> 'name' AS "orderName"
+    FROM billing_attempts b
+   WHERE b.contract_id = $1 AND b.shop_id = $2 AND b.status = 'succeeded' AND ($3::text IS NULL OR b.trigger = $3)
+   ORDER BY coalesce(b.completed_at, b.created_at) DESC
+   LIMIT 1`;
+
+/**
+ * The contract's latest attempt that succeeded (of one trigger, when given), by when its payment succeeded: when the
+ * contract last billed, and bill_now's guard against a retried request.
+ */
+export async function lastSucceededAttempt(
+  db: Database,
+  a: { shopId: string; contractId: string; trigger?: AttemptState['trigger'] },
+): Promise<SucceededAttempt | null> {
+  const [row] = await db.prepared<SucceededAttempt>('svc_billing_last_succeeded', LAST_SUCCEEDED, [a.contractId, a.shopId, a.trigger ?? null]);
+  return row ? { trigger: row.trigger, at: new Date(row.at), orderName: row.orderName } : null;
+}

@@ -28,10 +28,12 @@ export type Discount = { id: string; title: string; code: string | null; value: 
 export type Totals = { subtotal: string; discounts: string; shipping: string; total: string; currencyCode: string };
 
 /**
- * Where a contract stands in its billing (renewals): `ok`, `retrying` after a failed attempt, or `action_required`
- * while the customer must authenticate.
+ * Where a contract stands in its billing (renewals), which says whether a cycle is owed: `ok`, nothing is; `retrying`,
+ * a payment of the current cycle failed (retried on the shop's schedule while ACTIVE; on a FAILED contract, billed
+ * when it is resumed); `action_required`, the customer must authenticate. docs/renewals.md.
  */
-export type BillingStatus = 'ok' | 'retrying' | 'action_required';
+export const BILLING_STATUSES = ['ok', 'retrying', 'action_required'] as const;
+export type BillingStatus = (typeof BILLING_STATUSES)[number];
 
 /**
  * The whole contract as the domain reads and writes it: status and dates, what is delivered (lines, shipping

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContractStatus } from './contract.js';
+import { BILLING_STATUSES, ContractStatus, type BillingStatus } from './contract.js';
 import { VariantId } from './commands/edits/fields.js';
 import { parseUtcTimestamp, UtcTimestamp } from './time.js';
 
@@ -12,6 +12,12 @@ export const CustomerId = z.string().regex(/^\d{1,19}$/, { message: 'must be a s
 export const ContractFilter = z
   .strictObject({
     status: z.array(ContractStatus).min(1).max(5).optional().describe('Only contracts with one of these statuses.'),
+    billingStatus: z
+      .array(z.enum(BILLING_STATUSES))
+      .min(1)
+      .max(3)
+      .optional()
+      .describe('Only contracts whose billing.status is one of these: ["retrying", "action_required"] is every contract with payment trouble (in dunning, or FAILED with its cycle unpaid).'),
     customerId: CustomerId.optional().describe('Only this customer\'s contracts (the platform\'s customer id).'),
     customerEmail: z.string().min(1).max(254).optional().describe('Only contracts of the customer with this email (exact, any case).'),
     variantId: VariantId.optional().describe('Only contracts with a line of this product variant.'),
@@ -24,6 +30,7 @@ export type ContractFilter = z.infer<typeof ContractFilter>;
 /** The filter with its dates parsed, as the database query takes it. */
 export type ContractCriteria = {
   statuses: ContractStatus[] | null;
+  billingStatuses: BillingStatus[] | null;
   customerId: string | null;
   customerEmail: string | null;
   variantId: string | null;
@@ -34,6 +41,7 @@ export type ContractCriteria = {
 export function criteriaOf(f: ContractFilter): ContractCriteria {
   return {
     statuses: f.status ?? null,
+    billingStatuses: f.billingStatus ?? null,
     customerId: f.customerId ?? null,
     customerEmail: f.customerEmail ?? null,
     variantId: f.variantId ?? null,

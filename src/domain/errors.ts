@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   request_timeout: 408,
   invalid_state: 409,
   billing_in_progress: 409,
+  recently_billed: 409,
   key_limit_reached: 409,
   too_many_jobs: 409,
   endpoint_limit_reached: 409,

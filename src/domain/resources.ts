@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiKeyRow, ContractEventRow } from '../db/schema.js';
 import { ATTEMPT_STATUSES, ATTEMPT_TRIGGERS, ERROR_CODES, type AttemptState } from './billing.js';
-import { BillingInterval, ContractStatus, type ContractState } from './contract.js';
+import { BILLING_STATUSES, BillingInterval, ContractStatus, type ContractState } from './contract.js';
 import { DecimalAmount, Money } from './money.js';
 
 export { Money };
@@ -81,9 +81,16 @@ export type BillingAttempt = z.infer<typeof BillingAttempt>;
 
 export const ContractBilling = z
   .object({
-    status: z.enum(['ok', 'retrying', 'action_required']).describe('ok, retrying (a failed payment will be retried) or action_required (the customer must authenticate).'),
+    status: z
+      .enum(BILLING_STATUSES)
+      .describe(
+        'Whether a cycle is owed. ok: nothing is (the last cycle was paid, skipped, or none was billed yet). retrying: a ' +
+          'payment of the current cycle failed; an ACTIVE contract is retried at nextAttemptAt, a FAILED one (dunning gave ' +
+          'up) has no retry scheduled and is billed at once when resumed. action_required: the customer must authenticate ' +
+          'the latest attempt.',
+      ),
     failedAttempts: z.number().int().describe('Failed attempts of the cycle being billed.'),
-    nextAttemptAt: Timestamp.nullable().describe('When the next retry is made, if one is scheduled.'),
+    nextAttemptAt: Timestamp.nullable().describe('When the next retry is made, if one is scheduled (never on a FAILED contract: a resume bills it).'),
     lastAttempt: BillingAttempt.nullable(),
   })
   .meta({ id: 'ContractBilling' });

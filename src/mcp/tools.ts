@@ -105,9 +105,10 @@ const ACTION_TOOLS: { [N in ActionName]: { name: string; title: string; descript
     name: 'resume_subscription_contract',
     title: 'Resume a subscription contract',
     description:
-      'Resume a PAUSED or FAILED contract now: it becomes ACTIVE and its scheduled resume is cleared. If its next ' +
-      'billing date has passed, it moves forward by whole billing intervals to the first one after now. Returns the ' +
-      'contract after the change.',
+      'Resume a PAUSED or FAILED contract now: it becomes ACTIVE and its scheduled resume is cleared. A FAILED contract ' +
+      'whose payments failed (billing.status retrying or action_required) is billed for its unpaid cycle at once: tell ' +
+      'the user the customer is charged now. Otherwise, if its next billing date has passed, it moves forward by whole ' +
+      'billing intervals to the first one after now. Returns the contract after the change.',
     fields: {},
     // A second resume finds the contract ACTIVE and is refused (invalid_state): no further effect.
     annotations: write('Resume a subscription contract', { destructive: false, idempotent: true }),
@@ -150,8 +151,14 @@ const ACTION_TOOLS: { [N in ActionName]: { name: string; title: string; descript
       'is made), instead of waiting for its next billing date; the schedule then restarts from now (the next billing ' +
       'date becomes now plus one billing interval). Returns the contract and the billing attempt as it stands, usually ' +
       'pending: its outcome comes later (list_billing_attempts). Refused with billing_in_progress while an attempt is ' +
-      'pending. Confirm with the user before calling: it charges the customer.',
-    fields: {},
+      'pending, and with recently_billed within 24 hours of a bill_now that succeeded (the message says when): never ' +
+      'retry with again: true unless the user asked to charge the customer a second time. Confirm with the user before ' +
+      'calling: it charges the customer.',
+    fields: {
+      again:
+        'Optional. true bills even though a bill_now of this contract succeeded less than 24 hours ago (the customer is ' +
+        'charged again); only when the user explicitly asked for a second charge. Omit otherwise.',
+    },
     // Charges the customer: not reversible by svc; every call bills again.
     annotations: write('Bill a subscription contract now', { destructive: true, idempotent: false }),
   },
@@ -221,7 +228,7 @@ const bulkTools: ToolDefinition[] = [
       'next order totals before and after per currency, and the first problems. Waits up to 20 s for the preview; if it ' +
       'is still previewing, call get_bulk_job later. Show the preview to the user; only start_bulk_job changes anything.',
     input: z.strictObject({
-      selector: Selector.describe('Which contracts: { "contractIds": [...] } or { "filter": { status, customerId, customerEmail, variantId, nextBillingDateFrom, nextBillingDateTo } } ({} is every contract).'),
+      selector: Selector.describe('Which contracts: { "contractIds": [...] } or { "filter": { status, billingStatus, customerId, customerEmail, variantId, nextBillingDateFrom, nextBillingDateTo } } ({} is every contract).'),
       change: BulkChange.describe('The change: an action body such as { "action": "pause", "resumeAt": "…" }, or { "operations": [ … ] } naming lines by variantId.'),
     }),
     output: z.object({

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { lastSucceededAttempt } from '../db/billingRows.js';
 import { contractRows, contractTexts, type ContractReads } from '../db/contractRows.js';
 import type { ContractText } from '../db/contractColumns.js';
 import type { IdempotencyRecord } from '../db/contractWrites.js';
@@ -105,7 +106,8 @@ function authorize(principal: Principal, def: CommandDefinition<string, unknown,
  * A client's input as the command's decide takes it: validated by the command (its own `fromClient`, else its input
  * schema), checked against the time, then completed with what the policy says it needs.
  */
-async function commandOf(ctx: ServiceContext, shopId: string, request: CommandRequest): Promise<Command> {
+async function commandOf(ctx: ServiceContext, target: { shopId: string; contractId: string }, request: CommandRequest): Promise<Command> {
+  const { shopId } = target;
   const def = COMMANDS[request.name] as CommandDefinition<string, unknown, readonly string[]>;
   const input = (def.fromClient ? def.fromClient(request.input) : parseInput(def.input, request.input ?? {})) as Record<string, unknown>;
   const command = { name: request.name, input } as Command;
@@ -119,6 +121,9 @@ async function commandOf(ctx: ServiceContext, shopId: string, request: CommandRe
       // In platform mode the platform prices a draft: there is no catalog of svc's own.
       edit.catalog = ctx.platform.callsOut ? null : await catalogFor(ctx, shopId, edit.operations);
       edit.newIds = edit.operations.map(() => randomUUID());
+    } else if (n === 'billed_now') {
+      const billed = await lastSucceededAttempt(ctx.db, { shopId, contractId: target.contractId, trigger: 'bill_now' });
+      input.billedNow = billed ? { at: billed.at, orderName: billed.orderName } : null;
     }
   }
   return command;
@@ -150,7 +155,7 @@ export async function runCommand(
   let command: Command | null = null;
   if (request) {
     authorize(principal, COMMANDS[request.name] as CommandDefinition<string, unknown, readonly string[]>);
-    command = await commandOf(ctx, target.shopId, request);
+    command = await commandOf(ctx, target, request);
   }
   return runDecided(ctx, principal, target, command, opts);
 }

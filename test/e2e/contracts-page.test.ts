@@ -188,8 +188,11 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     expect(await actions()).toEqual(['Change pause', 'Resume', 'Reschedule', 'Cancel contract']);
     expect((await contractRow(s.t, id)).resumeAt).toEqual(resumeAt);
 
-    // Resume, then skip the next order.
+    // Resume (the confirmation says when it is next billed), then skip the next order.
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    d = await dialog(page, `Resume contract #${id}?`);
+    await d.getByText(`next billed on ${when(shop.ada.nextBillingDate)}`, { exact: false }).waitFor();
+    await d.getByRole('button', { name: 'Resume contract' }).click();
     await status.getByText('Active').waitFor();
     await newestEvent(page, id).getByText('Resumed', { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Skip next order' }).click();
@@ -319,6 +322,8 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await status.getByText('Paused').waitFor();
     await page.getByText(when(new Date(`${dayField(resumeOn)}T00:00:00.000Z`)), { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    d = await dialog(page, `Resume contract #${id}?`);
+    await d.getByRole('button', { name: 'Resume contract' }).click();
     await status.getByText('Active').waitFor();
 
     await page.getByRole('button', { name: 'Cancel contract' }).click();

@@ -62,13 +62,13 @@ describeInBrowser('admin UI: renewals in a real browser', () => {
   const declined: BillingOutcome = { kind: 'failed', errorCode: 'insufficient_funds', platformErrorCode: 'INSUFFICIENT_FUNDS', message: 'The card has insufficient funds.' };
 
   /**
-   * A shop whose contract failed a payment two days ago and was recovered by the retry a day later; and another
-   * contract due every two days from tomorrow.
+   * A shop whose contract failed a payment two days ago and was recovered by the retry a day later (more than 24
+   * hours ago: Bill now does not ask to bill again); and another contract due every two days from tomorrow.
    */
   const shopWithRenewals = async () => {
     const shop = await s.t.shopWithKey('enterprise');
     const now = s.t.clock.now();
-    const failedAt = new Date(now.getTime() - 2 * DAY);
+    const failedAt = new Date(now.getTime() - 2 * DAY - 2 * HOUR);
     const c = await insertContract(s.t, shop.shopId, {
       customerEmail: 'ada.lovelace@example.com',
       nextBillingDate: new Date(failedAt.getTime() - HOUR),
@@ -106,8 +106,9 @@ describeInBrowser('admin UI: renewals in a real browser', () => {
       await expectNoClippedTables(page, { where: 'the contract page' });
       await screenshot(page, `contract-billing-${width}`);
 
-      // Bill now: a confirmation, then the attempt is pending until the gateway's outcome, which the page then shows.
-      await page.getByRole('button', { name: 'Bill now' }).click();
+      // Bill now (it says when the retry billed, more than a day ago): a confirmation, then the attempt is pending until
+      // the gateway's outcome, which the page then shows.
+      await page.getByRole('button', { name: 'Bill now · last billed' }).click();
       await page.getByRole('heading', { name: `Bill contract #${shop.contract.id} now?` }).waitFor();
       await page.getByRole('dialog').getByRole('button', { name: 'Bill now' }).click();
       await expect.poll(() => attemptRows(page, shop.contract.id).count(), SLOW).toBe(3);

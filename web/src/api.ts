@@ -79,7 +79,17 @@ export type ContractView = Omit<Contract, 'lines'> & {
 };
 export type ContractPage = { contracts: ContractView[]; nextCursor: string | null; previousCursor: string | null };
 /** One contract as its admin page shows it: the actions its status allows and the newest page of its history. */
-export type ContractDetail = { contract: ContractView; allowedActions: ActionName[]; editable: boolean; events: ContractEvent[]; eventsNextCursor: string | null };
+export type ContractDetail = {
+  contract: ContractView;
+  allowedActions: ActionName[];
+  editable: boolean;
+  events: ContractEvent[];
+  eventsNextCursor: string | null;
+  /** When the contract last billed (its latest attempt that succeeded); null: never. */
+  lastBilled: { at: string; trigger: BillingAttempt['trigger']; orderName: string | null } | null;
+  /** When resume is allowed: whether it bills the unpaid cycle at once, and the next billing date it sets. */
+  resume: { billsNow: boolean; nextBillingDate: string } | null;
+};
 /** Webhooks out (PRODUCT §10). */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];
@@ -115,6 +125,7 @@ export type RequestLogQuery = { keyId: string; status?: string; path?: string; b
 /** Renewals (src/http/admin/billingRoutes.ts and routes.ts): a billing attempt, where a contract's billing stands, the policy. */
 export type BillingAttempt = Schemas['BillingAttempt'];
 export type ContractBilling = Schemas['ContractBilling'];
+export type BillingStatus = ContractBilling['status'];
 export type BillingPolicy = Schemas['BillingPolicy'];
 export type FinalAction = BillingPolicy['finalAction'];
 export type BilledDay = {
@@ -155,8 +166,8 @@ export type AdminApi = {
   keys(): Promise<KeyList>;
   generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
-  /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by status. */
-  contracts(q: { query?: string; status?: ContractStatus; cursor?: string; limit?: number }): Promise<ContractPage>;
+  /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by status, by billing status. */
+  contracts(q: { query?: string; status?: ContractStatus; billingStatus?: BillingStatus[]; cursor?: string; limit?: number }): Promise<ContractPage>;
   contract(id: string): Promise<ContractDetail>;
   act(id: string, action: ContractAction): Promise<{ contract: ContractView }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
@@ -233,6 +244,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
       const params = new URLSearchParams();
       if (q.query) params.set('query', q.query);
       if (q.status) params.set('status', q.status);
+      for (const b of q.billingStatus ?? []) params.append('billingStatus', b);
       if (q.cursor) params.set('cursor', q.cursor);
       params.set('limit', String(q.limit ?? 20));
       return call('GET', `/contracts?${params}`);

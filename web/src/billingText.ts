@@ -1,17 +1,41 @@
-import type { BillingAttempt, ContractBilling, FinalAction } from './api';
+import type { BillingAttempt, BillingStatus, ContractBilling, ContractStatus, FinalAction } from './api';
 
 /** Renewals in the merchant's words: statuses, triggers, failure codes, durations. */
 
-export const BILLING_STATUS_LABEL: Record<ContractBilling['status'], string> = {
-  ok: 'Up to date',
-  retrying: 'Retrying a failed payment',
-  action_required: 'Customer action required',
-};
-export const BILLING_STATUS_TONE: Record<ContractBilling['status'], 'success' | 'warning' | 'critical'> = {
-  ok: 'success',
-  retrying: 'warning',
-  action_required: 'critical',
-};
+export type BillingBadge = { label: string; tone: 'success' | 'warning' | 'critical' };
+
+/**
+ * Where a contract's billing stands (docs/renewals.md): billing.status says whether a cycle is owed. `ok`: nothing
+ * is. `retrying`: a payment failed; an active contract is retried on the shop's schedule, any other is not retried
+ * (a failed one is billed when it is resumed). `action_required`: the customer must confirm the payment.
+ */
+export function billingBadge(c: { status: ContractStatus; billing?: ContractBilling | null }): BillingBadge | null {
+  const b = c.billing;
+  if (!b) return null;
+  switch (b.status) {
+    case 'ok':
+      return { label: 'Up to date', tone: 'success' };
+    case 'retrying':
+      return c.status === 'ACTIVE' ? { label: 'Retrying a failed payment', tone: 'warning' } : { label: 'Payment failed', tone: 'critical' };
+    case 'action_required':
+      return { label: 'Customer action required', tone: 'critical' };
+    default:
+      return { label: String(b.status), tone: 'warning' };
+  }
+}
+
+/** The contracts table's flag: a contract with payment trouble (a cycle owed), else nothing. */
+export const paymentTrouble = (c: { status: ContractStatus; billing?: ContractBilling | null }): BillingBadge | null =>
+  c.billing && c.billing.status !== 'ok' ? billingBadge(c) : null;
+
+/** The contracts list's billing filter: its value in the address, and the billing statuses the server is asked for. */
+export const BILLING_FILTERS: { label: string; value: string; statuses: BillingStatus[] }[] = [
+  { label: 'Any billing', value: '', statuses: [] },
+  { label: 'Payment trouble', value: 'trouble', statuses: ['retrying', 'action_required'] },
+  { label: 'A payment failed', value: 'retrying', statuses: ['retrying'] },
+  { label: 'Customer action required', value: 'action_required', statuses: ['action_required'] },
+  { label: 'Up to date', value: 'ok', statuses: ['ok'] },
+];
 
 export const ATTEMPT_STATUS_LABEL: Record<BillingAttempt['status'], string> = {
   pending: 'Pending',

@@ -14,6 +14,13 @@ const day = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short'
 const time = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', timeZoneName: 'short' });
 
 export const formatDateTime = (iso: string | null | undefined, empty = '—') => (iso ? dateTime.format(new Date(iso)) : empty);
+const shortThisYear = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' });
+const shortOtherYear = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+/** A moment in few words, for a button: the day and time this year ("Nov 22, 10:00 AM"), the day in another. */
+export const formatShortDateTime = (iso: string) => {
+  const d = new Date(iso);
+  return (d.getFullYear() === new Date().getFullYear() ? shortThisYear : shortOtherYear).format(d);
+};
 export const formatDate = (iso: string) => dateOnly.format(new Date(iso));
 /** A moment in two parts, for a table cell that shows them on two lines: the day, and the time with its zone. */
 export const formatDayAndTime = (iso: string) => ({ day: day.format(new Date(iso)), time: time.format(new Date(iso)) });

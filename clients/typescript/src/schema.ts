@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List subscription contracts
-         * @description Contracts of the key's shop in id order, optionally filtered by status, paged with a cursor.
+         * @description Contracts of the key's shop in id order, optionally filtered (status, billingStatus, customer, variant, next billing dates; the filters AND together), paged with a cursor.
          */
         get: operations["listSubscriptionContracts"];
         put?: never;
@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Act on a subscription contract
-         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending). Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits its outcome they are refused with 409 billing_in_progress.
+         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending; within 24 hours of a bill_now that succeeded it is refused with 409 recently_billed unless the body says "again": true). Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits its outcome they are refused with 409 billing_in_progress.
          */
         post: operations["actOnSubscriptionContract"];
         delete?: never;
@@ -532,6 +532,8 @@ export interface components {
         ContractFilterInput: {
             /** @description Only contracts with one of these statuses. */
             status?: ("ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED")[];
+            /** @description Only contracts whose billing.status is one of these: ["retrying", "action_required"] is every contract with payment trouble (in dunning, or FAILED with its cycle unpaid). */
+            billingStatus?: ("ok" | "retrying" | "action_required")[];
             /** @description Only this customer's contracts (the platform's customer id). */
             customerId?: string;
             /** @description Only contracts of the customer with this email (exact, any case). */
@@ -839,13 +841,13 @@ export interface components {
         };
         ContractBilling: {
             /**
-             * @description ok, retrying (a failed payment will be retried) or action_required (the customer must authenticate).
+             * @description Whether a cycle is owed. ok: nothing is (the last cycle was paid, skipped, or none was billed yet). retrying: a payment of the current cycle failed; an ACTIVE contract is retried at nextAttemptAt, a FAILED one (dunning gave up) has no retry scheduled and is billed at once when resumed. action_required: the customer must authenticate the latest attempt.
              * @enum {string}
              */
             status: "ok" | "retrying" | "action_required";
             /** @description Failed attempts of the cycle being billed. */
             failedAttempts: number;
-            /** @description When the next retry is made, if one is scheduled. */
+            /** @description When the next retry is made, if one is scheduled (never on a FAILED contract: a resume bills it). */
             nextAttemptAt: string | null;
             lastAttempt: components["schemas"]["BillingAttempt"] | null;
         };
@@ -1013,6 +1015,8 @@ export interface operations {
             query?: {
                 /** @description Only contracts with this status; repeat it for several (status=ACTIVE&status=PAUSED). */
                 status?: ("ACTIVE" | "PAUSED" | "CANCELLED" | "EXPIRED" | "FAILED")[];
+                /** @description Only contracts whose billing.status is this; repeat it for several. billingStatus=retrying&billingStatus=action_required lists every contract with payment trouble: in dunning, or FAILED with its cycle unpaid. */
+                billingStatus?: ("ok" | "retrying" | "action_required")[];
                 /** @description Only this customer's contracts (the platform's customer id). */
                 customerId?: string;
                 /** @description Only contracts of the customer with this email (exact, any case). */
@@ -1331,6 +1335,8 @@ export interface operations {
                 } | {
                     /** @enum {string} */
                     action: "bill_now";
+                    /** @description true: bill even though a bill_now of this contract succeeded less than 24 hours ago. Without it such a request is refused with 409 recently_billed (a retried request never charges twice). */
+                    again?: boolean;
                 };
             };
         };
@@ -1392,7 +1398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome) or idempotency_in_progress */
+            /** @description invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome), recently_billed (bill_now within 24 hours of a bill_now that succeeded, without "again": true) or idempotency_in_progress */
             409: {
                 headers: {
                     [name: string]: unknown;

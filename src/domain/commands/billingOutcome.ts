@@ -55,8 +55,10 @@ export const billingOutcome = defineCommand({
         recorded.billingLastAttempt = attempt;
         recorded.billingFailedAttempts = contract.billingFailedAttempts + 1;
         // Only an ACTIVE contract is retried: one paused or ended meanwhile (on the platform) keeps the outcome alone.
+        // A FAILED one still owes the cycle (a resume bills it): its billing says so.
         if (contract.status !== 'ACTIVE') {
           recorded.billingNextAttemptAt = null;
+          if (contract.status === 'FAILED') recorded.billingStatus = owedStatus(outcome.kind);
           return { contract: recorded, events: [{ type, from: contract.status, to: contract.status, data: attemptData(attempt), after: recorded }] };
         }
         const kind = failed ? failureKind(outcome.errorCode) : 'payment';
@@ -92,12 +94,22 @@ function retryWait(kind: 'payment' | 'hard' | 'inventory', failedBefore: number,
   }
 }
 
+/**
+ * Where the billing of a FAILED contract that still owes its cycle stands: `retrying` after a failed payment (the
+ * cycle is billed again when the contract is resumed; no retry is scheduled), `action_required` while the customer
+ * must still authenticate. Never `ok`: that says nothing is owed (docs/renewals.md).
+ */
+function owedStatus(kind: 'failed' | 'action_required'): ContractState['billingStatus'] {
+  return kind === 'failed' ? 'retrying' : 'action_required';
+}
+
 /** Dunning gives up on the cycle: the failure's event, then the final action's. */
 function finalAction(s: ContractState, cycleDate: Date, action: BillingPolicy['finalAction'], first: EventDraft, now: Date): Decision {
   switch (action) {
     case 'fail': {
-      // The unpaid cycle stays named (billingCycleDate): a resume bills it.
-      const next: ContractState = { ...s, status: 'FAILED', billingStatus: 'ok', billingNextAttemptAt: null };
+      // The unpaid cycle stays named (billingCycleDate): a resume bills it. Until then the billing summary keeps
+      // saying that a payment failed (retrying, with no retry scheduled) or that the customer must authenticate.
+      const next: ContractState = { ...s, status: 'FAILED', billingStatus: owedStatus(s.billingLastAttempt?.status === 'action_required' ? 'action_required' : 'failed'), billingNextAttemptAt: null };
       return { contract: next, events: [first, { type: 'contract.failed', from: s.status, to: 'FAILED', data: { reason: 'billing' }, after: next }] };
     }
     case 'pause': {

@@ -15,9 +15,10 @@ export type CommandPolicy = {
   readonly actors: readonly ActorType[];
   /**
    * What the runner resolves for a client's input before deciding (decide stays pure): `attempt_id`, a fresh id for
-   * the billing attempt it creates; `catalog`, the shop's variants and codes the input names (standalone mode).
+   * the billing attempt it creates; `catalog`, the shop's variants and codes the input names (standalone mode);
+   * `billed_now`, the contract's latest bill_now that succeeded (`billedNow`).
    */
-  readonly needs?: readonly ('attempt_id' | 'catalog')[];
+  readonly needs?: readonly ('attempt_id' | 'catalog' | 'billed_now')[];
   /** What follows its commit: `hand_to_gateway`, the billing attempt it created goes to the payment gateway. */
   readonly after?: 'hand_to_gateway';
 };

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { ATTEMPT_TRIGGERS } from '../../domain/billing.js';
 import { ACTION_NAMES } from '../../domain/commands/registry.js';
 import { ContractStatus } from '../../domain/contract.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
@@ -12,7 +13,7 @@ import type { ServiceContext } from '../../services/context.js';
 import { getContractWithHistory } from '../../services/getContractWithHistory.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
 import { SEARCH_QUERY_MAX, searchContracts } from '../../services/searchContracts.js';
-import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListEventsQuery } from '../api/v1/schemas.js';
+import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListContractsQuery, ListEventsQuery } from '../api/v1/schemas.js';
 import { requireJsonBody } from '../body.js';
 import { ErrorEnvelope } from '../errors.js';
 
@@ -27,7 +28,7 @@ const readErrors = {
 const actionErrors = {
   ...readErrors,
   400: err('invalid_request or unsupported_action'),
-  409: err('invalid_state (not allowed from the contract\'s status) or billing_in_progress'),
+  409: err('invalid_state (not allowed from the contract\'s status), billing_in_progress or recently_billed (bill_now within 24 hours of one that succeeded, without "again": true)'),
   413: err('payload_too_large'),
   415: err('unsupported_media_type'),
   422: err('platform_rejected (platform mode: the platform refused the change)'),
@@ -37,6 +38,7 @@ const actionErrors = {
 const SearchContractsQuery = z.strictObject({
   query: StoredText(SEARCH_QUERY_MAX).optional().describe('A contract id (digits, "#" allowed) or the start of the customer\'s email, in any case.'),
   status: ContractStatus.optional().describe('Only contracts with this status.'),
+  billingStatus: ListContractsQuery.shape.billingStatus,
   limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION),
   cursor: Cursor.optional().describe('nextCursor or previousCursor of the page shown.'),
 });
@@ -51,6 +53,14 @@ const ContractWithHistoryResponse = z.object({
   editable: z.boolean(),
   events: z.array(ContractEvent),
   eventsNextCursor: z.string().nullable(),
+  lastBilled: z
+    .object({ at: z.string(), trigger: z.enum(ATTEMPT_TRIGGERS), orderName: z.string().nullable() })
+    .nullable()
+    .describe('The contract\'s latest attempt that succeeded: when its payment succeeded, what started it, its order. null: never billed.'),
+  resume: z
+    .object({ billsNow: z.boolean(), nextBillingDate: z.string() })
+    .nullable()
+    .describe('When resume is allowed: whether resuming bills the unpaid cycle at once, and the next billing date it sets.'),
 });
 
 /**

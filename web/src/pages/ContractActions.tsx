@@ -1,21 +1,25 @@
 import { BlockStack, Button, Card, InlineStack, Modal, Text, TextField } from '@shopify/polaris';
 import { useRef, useState } from 'react';
-import { ApiError, type ActionName, type ContractAction, type ContractView } from '../api';
+import { ApiError, type ActionName, type ContractAction, type ContractDetail, type ContractView } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { formatDateTime, STATUS_LABEL } from '../format';
+import { formatDate, formatDateTime, formatShortDateTime, STATUS_LABEL } from '../format';
 import { formatMoney } from '../money';
 
 type Props = {
   contract: ContractView;
   /** The actions the contract's status allows, as the server said. */
   allowed: ActionName[];
+  /** When the contract last billed, as the server said (null: never). */
+  lastBilled: ContractDetail['lastBilled'];
+  /** What resuming would do to billing, as the server said (null: resume is not allowed). */
+  resume: ContractDetail['resume'];
   /** The action succeeded: say so, and show the contract as it is now. */
   onDone: (message: string) => Promise<void>;
   /** The action failed: the contract may have changed meanwhile (another tab, the API), so read it again. */
   onStale: () => Promise<void>;
 };
-type Dialog = 'pause' | 'reschedule' | 'cancel' | 'bill_now' | null;
+type Dialog = 'pause' | 'resume' | 'reschedule' | 'cancel' | 'bill_now' | null;
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
@@ -36,9 +40,15 @@ const inDays = (days: number) => {
 };
 const oneInterval = (interval: string, count: number) => `${count === 1 ? 'one' : count} ${interval.toLowerCase()}${count === 1 ? '' : 's'}`;
 const FIELD_LABEL: Record<string, string> = { resumeAt: 'The resume date', nextBillingDate: 'The next billing date', reason: 'The reason' };
+/** A bill_now within this long of the last billing asks again (the server refuses one after a bill_now without it). */
+const RECENT_MS = 24 * 3_600_000;
 
 /** The server's refusal in the merchant's words: a field's problem names the field as the form labels it. */
 function plainError(err: ApiError): ApiError {
+  // Billed meanwhile (another tab, the API): the page reads the contract again, and Bill now then asks to bill again.
+  if (err.code === 'recently_billed') {
+    return new ApiError(err.status, err.code, 'It was billed less than 24 hours ago. To charge the customer a second time, choose Bill now again and confirm.', err.requestId);
+  }
   const d = err.details[0];
   if (err.code !== 'invalid_request' || !d || !FIELD_LABEL[d.path]) return err;
   return new ApiError(err.status, err.code, `${FIELD_LABEL[d.path]} ${d.message}.`, err.requestId, err.details);
@@ -46,10 +56,11 @@ function plainError(err: ApiError): ApiError {
 
 /**
  * What the merchant can do to the contract now: only the actions its status allows are offered. Pause takes an
- * optional resume date, reschedule a new date, cancel an optional reason and a confirmation (it is final); resume and
- * skip act at once.
+ * optional resume date, reschedule a new date, cancel an optional reason and a confirmation (it is final); resume
+ * and bill now are confirmed, saying when the customer is charged; skip acts at once. Bill now says when the contract
+ * last billed, and within 24 hours of that asks whether to bill again (docs/renewals.md).
  */
-export function ContractActions({ contract: c, allowed, onDone, onStale }: Props) {
+export function ContractActions({ contract: c, allowed, lastBilled, resume, onDone, onStale }: Props) {
   const { api } = useAdminApi();
   const [dialog, setDialog] = useState<Dialog>(null);
   const [busy, setBusy] = useState<ActionName | null>(null);
@@ -102,7 +113,12 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
     void run({ action: 'reschedule', nextBillingDate }, 'Next billing date changed', 'The next billing date was not changed', true);
   };
   const cancel = () => void run({ action: 'cancel', ...(reason.trim() ? { reason: reason.trim() } : {}) }, 'Contract cancelled', 'The contract was not cancelled', true);
-  const billNow = () => void run({ action: 'bill_now' }, 'Billing attempt made', 'The contract was not billed', false);
+  // Billed less than 24 hours ago: the merchant confirms billing again, and the request says so.
+  const billedRecently = lastBilled !== null && Date.now() - Date.parse(lastBilled.at) < RECENT_MS;
+  const billNow = () => void run({ action: 'bill_now', ...(billedRecently ? { again: true } : {}) }, 'Billing attempt made', 'The contract was not billed', false);
+  const total = c.totals ? ` ${formatMoney(c.totals.total, c.totals.currencyCode)}` : '';
+  const every = oneInterval(c.billingPolicy.interval, c.billingPolicy.intervalCount);
+  const unpaidCycle = c.billing?.lastAttempt?.cycleDate;
 
   return (
     <Card>
@@ -124,12 +140,7 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
                 </Button>
               )}
               {can('resume') && (
-                <Button
-                  variant="primary"
-                  loading={busy === 'resume'}
-                  disabled={busy !== null}
-                  onClick={() => void run({ action: 'resume' }, 'Contract resumed', 'The contract was not resumed', false)}
-                >
+                <Button variant="primary" onClick={() => open('resume')} disabled={busy !== null}>
                   Resume
                 </Button>
               )}
@@ -144,7 +155,7 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
               )}
               {can('bill_now') && (
                 <Button onClick={() => open('bill_now')} disabled={busy !== null}>
-                  Bill now
+                  {lastBilled ? `Bill now · last billed ${formatShortDateTime(lastBilled.at)}` : 'Bill now'}
                 </Button>
               )}
               {can('reschedule') && (
@@ -214,21 +225,65 @@ export function ContractActions({ contract: c, allowed, onDone, onStale }: Props
       </Modal>
 
       <Modal
-        open={dialog === 'bill_now'}
+        open={dialog === 'resume'}
         activator={activator}
         onClose={() => setDialog(null)}
-        title={`Bill contract #${c.id} now?`}
-        primaryAction={{ content: 'Bill now', onAction: billNow, loading: busy === 'bill_now' }}
+        title={`Resume contract #${c.id}?`}
+        primaryAction={{
+          content: resume?.billsNow ? 'Resume and bill now' : 'Resume contract',
+          onAction: () => void run({ action: 'resume' }, 'Contract resumed', 'The contract was not resumed', false),
+          loading: busy === 'resume',
+        }}
         secondaryActions={[{ content: 'Not now', onAction: () => setDialog(null) }]}
       >
         <Modal.Section>
           <BlockStack gap="200">
+            {resume?.billsNow ? (
+              <>
+                <Text as="p" fontWeight="semibold">
+                  Resuming bills now ({formatDate(resume.nextBillingDate)}).
+                </Text>
+                <Text as="p">
+                  {c.customer.email} is charged{total} at once for the unpaid order{unpaidCycle ? ` due ${formatDateTime(unpaidCycle)}` : ''}, not on a later date.
+                </Text>
+                <Text as="p" tone="subdued">
+                  Once it is paid, the schedule restarts from the payment: the next billing date becomes {every} after it.
+                </Text>
+              </>
+            ) : resume ? (
+              <Text as="p">
+                The contract becomes active and is next billed on {formatDateTime(resume.nextBillingDate)}: {c.customer.email} is charged{total} then.
+                {resume.nextBillingDate !== c.nextBillingDate ? ' Billing dates that passed while it was not active are not billed.' : ''}
+              </Text>
+            ) : (
+              <Text as="p">The contract becomes active and is billed on its next billing date.</Text>
+            )}
+          </BlockStack>
+        </Modal.Section>
+      </Modal>
+
+      <Modal
+        open={dialog === 'bill_now'}
+        activator={activator}
+        onClose={() => setDialog(null)}
+        title={billedRecently ? `Bill contract #${c.id} again?` : `Bill contract #${c.id} now?`}
+        primaryAction={{ content: billedRecently ? 'Bill again' : 'Bill now', onAction: billNow, loading: busy === 'bill_now', destructive: billedRecently }}
+        secondaryActions={[{ content: 'Not now', onAction: () => setDialog(null) }]}
+      >
+        <Modal.Section>
+          <BlockStack gap="200">
+            {lastBilled && (
+              <Text as="p" fontWeight={billedRecently ? 'semibold' : undefined}>
+                {billedRecently ? 'Already billed less than 24 hours ago: ' : 'Last billed '}
+                {formatDateTime(lastBilled.at)}
+                {lastBilled.orderName ? ` (order ${lastBilled.orderName})` : ''}.
+              </Text>
+            )}
             <Text as="p">
-              {c.customer.email} is charged{c.totals ? ` ${formatMoney(c.totals.total, c.totals.currencyCode)}` : ''} now for the current order.
+              {c.customer.email} is charged{total} now for the current order{billedRecently ? ', a second time' : ''}.
             </Text>
             <Text as="p" tone="subdued">
-              The schedule restarts from now: the next billing date becomes {oneInterval(c.billingPolicy.interval, c.billingPolicy.intervalCount)} from now.
-              The payment's outcome appears under Billing attempts.
+              The schedule restarts from now: the next billing date becomes {every} from now. The payment's outcome appears under Billing attempts.
             </Text>
           </BlockStack>
         </Modal.Section>

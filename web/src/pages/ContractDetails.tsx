@@ -1,9 +1,9 @@
 import { Badge, BlockStack, Box, Card, Divider, InlineGrid, InlineStack, Text } from '@shopify/polaris';
 import type { ReactNode } from 'react';
-import type { ContractView, Discount } from '../api';
+import type { ContractDetail, ContractView, Discount } from '../api';
 import { formatDateTime, intervalLabel } from '../format';
 import { formatMoney, formatPrice, multiplyAmount } from '../money';
-import { BILLING_STATUS_LABEL, BILLING_STATUS_TONE } from '../billingText';
+import { billingBadge } from '../billingText';
 import { BillingAttempts } from './ContractBilling';
 
 /** The parts of a contract's page, each a card; a card for a field the server does not send is left out. */
@@ -19,8 +19,34 @@ function Field({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-export function BillingCard({ contract: c }: { contract: ContractView }) {
-  const ended = c.status === 'CANCELLED' || c.status === 'EXPIRED';
+/** What the Next billing date field says: a failed contract is billed only once resumed (and then when). */
+function nextBilling(c: ContractView, resume: ContractDetail['resume']): string {
+  if (c.status === 'CANCELLED' || c.status === 'EXPIRED') return 'None: this contract bills no more';
+  if (c.status !== 'FAILED') return formatDateTime(c.nextBillingDate);
+  if (!resume) return 'None while failed';
+  return resume.billsNow ? 'None while failed: resuming bills now' : `None while failed: ${formatDateTime(resume.nextBillingDate)} once resumed`;
+}
+
+/** Why a failed contract is failed and what resuming it does, with the dates. */
+function failedText(c: ContractView, resume: ContractDetail['resume']): string {
+  const owed = c.billing && c.billing.status !== 'ok';
+  const cycle = c.billing?.lastAttempt?.cycleDate;
+  if (owed) {
+    const n = c.billing!.failedAttempts;
+    const order = cycle ? `the order due ${formatDateTime(cycle)}` : 'the current order';
+    return (
+      `Billing failed: ${order} is unpaid after ${n} failed attempt${n === 1 ? '' : 's'}, and is not retried while the contract is failed. ` +
+      `Resuming the contract bills it now; or cancel the contract.`
+    );
+  }
+  const when = resume ? ` It is then next billed ${formatDateTime(resume.nextBillingDate)}.` : '';
+  return `This contract failed and is not billed. Resume it to bill it again, or cancel it.${when}`;
+}
+
+export function BillingCard({ contract: c, resume = null }: { contract: ContractView; resume?: ContractDetail['resume'] }) {
+  const badge = billingBadge(c);
+  const failed = c.status === 'FAILED';
+  const owedWhileFailed = failed && c.billing?.status !== 'ok';
   return (
     <Card>
       <BlockStack gap="300">
@@ -28,7 +54,7 @@ export function BillingCard({ contract: c }: { contract: ContractView }) {
           Billing
         </Text>
         <InlineGrid columns={{ xs: 1, sm: 2 }} gap="300">
-          <Field label="Next billing date">{ended ? 'None: this contract bills no more' : formatDateTime(c.nextBillingDate)}</Field>
+          <Field label="Next billing date">{nextBilling(c, resume)}</Field>
           <Field label="Billing">{intervalLabel(c.billingPolicy.interval, c.billingPolicy.intervalCount)}</Field>
           {c.deliveryPolicy && <Field label="Delivery">{intervalLabel(c.deliveryPolicy.interval, c.deliveryPolicy.intervalCount)}</Field>}
           {c.status === 'PAUSED' && <Field label="Paused since">{formatDateTime(c.pausedAt)}</Field>}
@@ -36,21 +62,26 @@ export function BillingCard({ contract: c }: { contract: ContractView }) {
           {c.status === 'CANCELLED' && <Field label="Cancelled">{formatDateTime(c.cancelledAt)}</Field>}
           {c.status === 'CANCELLED' && <Field label="Cancellation reason">{c.cancellationReason || 'None given'}</Field>}
         </InlineGrid>
-        {c.status === 'FAILED' && (
+        {failed && (
           <Text as="p" tone="caution">
-            Billing failed for this contract. Resume it to bill it again on its next billing date, or cancel it.
+            {failedText(c, resume)}
           </Text>
         )}
-        {c.billing && (
+        {c.billing && badge && (
           <>
             <Divider />
             <div role="group" aria-label="Billing state">
               <InlineGrid columns={{ xs: 1, sm: 3 }} gap="300">
                 <Field label="Billing status">
-                  <Badge tone={BILLING_STATUS_TONE[c.billing.status]}>{BILLING_STATUS_LABEL[c.billing.status]}</Badge>
+                  <Badge tone={badge.tone}>{badge.label}</Badge>
                 </Field>
                 <Field label="Failed attempts this cycle">{String(c.billing.failedAttempts)}</Field>
-                <Field label="Next attempt">{formatDateTime(c.billing.nextAttemptAt, c.billing.lastAttempt?.status === 'pending' ? 'Awaiting the outcome' : 'None scheduled')}</Field>
+                <Field label="Next attempt">
+                  {formatDateTime(
+                    c.billing.nextAttemptAt,
+                    c.billing.lastAttempt?.status === 'pending' ? 'Awaiting the outcome' : owedWhileFailed ? 'None: billed when resumed' : 'None scheduled',
+                  )}
+                </Field>
               </InlineGrid>
             </div>
             <Text as="h3" variant="headingSm">

@@ -106,9 +106,9 @@ export function ContractPage({ contractId }: { contractId: string }) {
     setToast(message);
     return load();
   };
-  const billing = <BillingCard contract={c} />;
+  const billing = <BillingCard contract={c} resume={detail.resume} />;
   const products = <ProductsCard contract={c} />;
-  const actions = <ContractActions contract={c} allowed={detail.allowedActions} onDone={done} onStale={load} />;
+  const actions = <ContractActions contract={c} allowed={detail.allowedActions} lastBilled={detail.lastBilled} resume={detail.resume} onDone={done} onStale={load} />;
   const about = (
     <>
       <CustomerCard contract={c} />

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, type ContractPage, type ContractStatus } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
+import { BILLING_FILTERS } from '../billingText';
 import { STATUS_LABEL } from '../format';
 import { navigate, ROUTES, useLocation } from '../router';
 import { ContractsTable } from './ContractsTable';
@@ -18,14 +19,16 @@ const FILTERS: { label: string; value: '' | ContractStatus }[] = [
   ...STATUSES.map((s) => ({ label: STATUS_LABEL[s], value: s })),
 ];
 
-/** The list's state lives in the address, so a contract's page leads back to the same search, filter and page. */
-type ListState = { query: string; status: '' | ContractStatus; cursor: string; page: number };
+/** The list's state lives in the address, so a contract's page leads back to the same search, filters and page. */
+type ListState = { query: string; status: '' | ContractStatus; billing: string; cursor: string; page: number };
 
 function readState(search: URLSearchParams): ListState {
   const status = search.get('status') ?? '';
+  const billing = search.get('billing') ?? '';
   return {
     query: search.get('query') ?? '',
     status: (STATUSES as string[]).includes(status) ? (status as ContractStatus) : '',
+    billing: BILLING_FILTERS.some((f) => f.value === billing) ? billing : '',
     cursor: search.get('cursor') ?? '',
     page: Math.max(1, Number.parseInt(search.get('page') ?? '1', 10) || 1),
   };
@@ -35,6 +38,7 @@ export function contractsListUrl(s: ListState): string {
   const params = new URLSearchParams();
   if (s.query) params.set('query', s.query);
   if (s.status) params.set('status', s.status);
+  if (s.billing) params.set('billing', s.billing);
   if (s.cursor) params.set('cursor', s.cursor);
   if (s.cursor && s.page > 1) params.set('page', String(s.page));
   const qs = params.toString();
@@ -53,7 +57,7 @@ export function ContractsPage() {
   const { api } = useAdminApi();
   const { search } = useLocation();
   const state = readState(search);
-  const { query, status, cursor, page } = state;
+  const { query, status, billing, cursor, page } = state;
   lastContractsListUrl = contractsListUrl(state);
   const [draft, setDraft] = useState(query);
   const [data, setData] = useState<ContractPage | null>(null);
@@ -71,14 +75,15 @@ export function ContractsPage() {
     setLoading(true);
     setError(null);
     try {
-      const res = await api.contracts({ query: query.trim() || undefined, status: status || undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
+      const billingStatus = BILLING_FILTERS.find((f) => f.value === billing)?.statuses;
+      const res = await api.contracts({ query: query.trim() || undefined, status: status || undefined, billingStatus, cursor: cursor || undefined, limit: PAGE_SIZE });
       if (mine === request.current) setData(res);
     } catch (err) {
       if (mine === request.current) setError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
     } finally {
       if (mine === request.current) setLoading(false);
     }
-  }, [api, query, status, cursor]);
+  }, [api, query, status, billing, cursor]);
   useEffect(() => {
     void load();
   }, [load]);
@@ -120,7 +125,7 @@ export function ContractsPage() {
     if (importing && imported > 0 && !at && shown && shown.contracts.length < PAGE_SIZE) void reload();
   }, [importing, imported]);
 
-  const searching = Boolean(query.trim() || status);
+  const searching = Boolean(query.trim() || status || billing);
   const pagination =
     data && (data.previousCursor || data.nextCursor)
       ? {
@@ -146,7 +151,7 @@ export function ContractsPage() {
                 searchFor(draft);
               }}
             >
-              <InlineGrid columns={{ xs: 1, md: '2fr 1fr' }} gap="300">
+              <InlineGrid columns={{ xs: 1, md: '2fr 1fr 1fr' }} gap="300">
                 <TextField
                   label="Search"
                   type="search"
@@ -164,6 +169,7 @@ export function ContractsPage() {
                   maxLength={254}
                 />
                 <Select label="Status" options={FILTERS} value={status} onChange={(v) => go({ status: v as '' | ContractStatus, cursor: '', page: 1 }, { replace: true })} />
+                <Select label="Billing" options={BILLING_FILTERS} value={billing} onChange={(v) => go({ billing: v, cursor: '', page: 1 }, { replace: true })} />
               </InlineGrid>
             </form>
           </Box>
@@ -194,7 +200,7 @@ export function ContractsPage() {
                     onClick={() => {
                       setDraft('');
                       searched.current = '';
-                      go({ query: '', status: '', cursor: '', page: 1 });
+                      go({ query: '', status: '', billing: '', cursor: '', page: 1 });
                     }}
                   >
                     Show all contracts
@@ -214,9 +220,10 @@ export function ContractsPage() {
 }
 
 function emptyTitle(s: ListState, importing: boolean): string {
-  const what = s.status ? `${STATUS_LABEL[s.status].toLowerCase()} contracts` : 'contracts';
+  const billing = BILLING_FILTERS.find((f) => f.value === s.billing && f.value);
+  const what = `${s.status ? `${STATUS_LABEL[s.status].toLowerCase()} ` : ''}contracts${billing ? ` (${billing.label.toLowerCase()})` : ''}`;
   if (s.query.trim()) return `No ${what} match “${s.query.trim()}”`;
-  if (s.status) return `No ${what}`;
+  if (s.status || billing) return `No ${what}`;
   if (s.cursor) return 'No more contracts';
   return importing ? 'No contracts imported yet' : 'No contracts yet';
 }

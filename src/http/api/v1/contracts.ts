@@ -53,7 +53,9 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     schema: {
       operationId: 'listSubscriptionContracts',
       summary: 'List subscription contracts',
-      description: 'Contracts of the key\'s shop in id order, optionally filtered by status, paged with a cursor.',
+      description:
+        'Contracts of the key\'s shop in id order, optionally filtered (status, billingStatus, customer, variant, next billing ' +
+        'dates; the filters AND together), paged with a cursor.',
       tags: ['Subscription contracts'],
       security,
       querystring: ListContractsQuery,
@@ -95,7 +97,8 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       summary: 'Act on a subscription contract',
       description:
         'pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), ' +
-        'bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending). ' +
+        'bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending; within 24 hours of a ' +
+        'bill_now that succeeded it is refused with 409 recently_billed unless the body says "again": true). ' +
         'Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits ' +
         'its outcome they are refused with 409 billing_in_progress.',
       tags: ['Subscription contracts'],

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ContractAction } from '../../../domain/actions.js';
 import { EditBody, MAX_EDIT_OPERATIONS } from '../../../domain/commands/edit.js';
 import { EditOperationSchema } from '../../../domain/commands/edits/index.js';
-import { ContractStatus } from '../../../domain/contract.js';
+import { BILLING_STATUSES, ContractStatus } from '../../../domain/contract.js';
 import { ContractFilter } from '../../../domain/contractFilter.js';
 import { ContractId } from '../../../domain/contractId.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../../domain/paging.js';
@@ -26,6 +26,12 @@ const repeated = <T extends z.ZodType>(item: T) => z.preprocess((v) => (typeof v
 /** The list's filter (domain/contractFilter.ts), as query parameters: the same fields a bulk job's selector takes. */
 export const ListContractsQuery = z.strictObject({
   status: repeated(ContractStatus).optional().describe('Only contracts with this status; repeat it for several (status=ACTIVE&status=PAUSED).'),
+  billingStatus: repeated(z.enum(BILLING_STATUSES))
+    .optional()
+    .describe(
+      'Only contracts whose billing.status is this; repeat it for several. billingStatus=retrying&billingStatus=action_required ' +
+        'lists every contract with payment trouble: in dunning, or FAILED with its cycle unpaid.',
+    ),
   customerId: ContractFilter.shape.customerId,
   customerEmail: ContractFilter.shape.customerEmail,
   variantId: ContractFilter.shape.variantId,
@@ -70,7 +76,10 @@ export const actionErrors = {
   400: err('invalid_request, unsupported_action or key_in_url'),
   403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
   408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
-  409: err('invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome) or idempotency_in_progress'),
+  409: err(
+    'invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome), ' +
+      'recently_billed (bill_now within 24 hours of a bill_now that succeeded, without "again": true) or idempotency_in_progress',
+  ),
   413: err('payload_too_large: body over 16 KiB'),
   415: err('unsupported_media_type: the body must be application/json'),
   422: err('idempotency_key_reused (same Idempotency-Key, different request) or platform_rejected (platform mode: the platform refused the change; the message says why)'),
