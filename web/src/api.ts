@@ -80,7 +80,12 @@ export type ContractView = Omit<Contract, 'lines'> & {
 export type ContractPage = { contracts: ContractView[]; nextCursor: string | null; previousCursor: string | null };
 /** One contract as its admin page shows it: the actions its status allows and the newest page of its history. */
 export type ContractDetail = { contract: ContractView; allowedActions: ActionName[]; editable: boolean; events: ContractEvent[]; eventsNextCursor: string | null };
+/** A variant of the shop's catalog, offered for a swap or a new line (standalone mode; none in platform mode). */
+export type CatalogVariant = { id: string; title: string; price: Money };
+/** An edit's body, as the API takes it (the admin takes the same): the operations, and whether only to preview them. */
+export type ContractEdit = { operations: { op: string }[]; preview?: boolean };
 /** Webhooks out (PRODUCT §10). */
+export type WebhookEventType = { type: string; description: string };
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];
 export type WebhookDisabledReason = NonNullable<WebhookEndpoint['disabledReason']>;
@@ -102,6 +107,8 @@ export type RequestLogEntry = {
   path: string;
   mcpTool: string | null;
   status: number;
+  /** MCP: a refused tool call answers 200; this is the status the API gives its errorCode (null otherwise). */
+  mcpStatus: number | null;
   errorCode: string | null;
   durationMs: number;
   requestId: string;
@@ -159,8 +166,13 @@ export type AdminApi = {
   contracts(q: { query?: string; status?: ContractStatus; cursor?: string; limit?: number }): Promise<ContractPage>;
   contract(id: string): Promise<ContractDetail>;
   act(id: string, action: ContractAction): Promise<{ contract: ContractView }>;
+  /** Edits a contract; with `preview: true` answers the contract as it would be and changes nothing. */
+  edit(id: string, edit: ContractEdit): Promise<{ contract: ContractView; preview: boolean }>;
+  catalogVariants(): Promise<{ variants: CatalogVariant[] }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
   webhookEndpoints(): Promise<{ endpoints: WebhookEndpoint[] }>;
+  /** Every event type an endpoint may subscribe to, with what it means. */
+  webhookEventTypes(): Promise<{ eventTypes: WebhookEventType[] }>;
   webhookEndpoint(id: string): Promise<{ endpoint: WebhookEndpoint }>;
   createWebhookEndpoint(input: WebhookEndpointInput): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
   updateWebhookEndpoint(id: string, patch: WebhookEndpointPatch): Promise<{ endpoint: WebhookEndpoint; resendable?: WebhookResendable }>;
@@ -239,8 +251,11 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     },
     contract: (id) => call('GET', `/contracts/${encodeURIComponent(id)}`),
     act: (id, action) => call('POST', `/contracts/${encodeURIComponent(id)}/actions`, action),
+    edit: (id, edit) => call('POST', `/contracts/${encodeURIComponent(id)}/edits`, edit),
+    catalogVariants: () => call('GET', '/catalog/variants'),
     events: (id, cursor) => call('GET', `/contracts/${encodeURIComponent(id)}/events${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
     webhookEndpoints: () => call('GET', '/webhook-endpoints'),
+    webhookEventTypes: () => call('GET', '/webhook-event-types'),
     webhookEndpoint: (id) => call('GET', endpointPath(id)),
     createWebhookEndpoint: (input) => call('POST', '/webhook-endpoints', input),
     updateWebhookEndpoint: (id, patch) => call('PATCH', endpointPath(id), patch),
