@@ -249,6 +249,8 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await createDiscountCode(s.t.ctx, { shopId: shop.shopId, code: 'WELCOME10', percentage: 10 });
     const t = await tab({ width: 1280, height: 900 });
     const { page } = t;
+    // Many steps, each a round trip: room for a busy machine.
+    page.setDefaultTimeout(20_000);
     const id = shop.ada.id;
     const before = await contractRow(s.t, id);
     await open(t, shop.domain, `/admin/contracts/${id}`);
@@ -325,7 +327,7 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     await alert.getByText(/Removing “Green tea 250g”: .*last line/).waitFor();
     expect((await contractRow(s.t, id)).lines).toHaveLength(1);
     await finish();
-  });
+  }, 240_000);
 
   it('shows what the API and the scheduler did, and a refused action in plain words', async () => {
     const { shopId, domain, key, fingerprint } = await s.t.shopWithKey('enterprise');

@@ -113,7 +113,9 @@ describeInBrowser('admin UI: every page has its title and passes axe-core (nothi
     await page.getByTestId('usage-read').waitFor();
     await page.getByRole('link', { name: 'Renewals' }).click();
     await expect.poll(() => page.title()).toBe('Renewals · svc');
-    await page.getByRole('link', { name: 'Billing' }).click();
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    await expect.poll(() => page.title()).toBe('Settings · svc');
+    await page.getByRole('main').getByRole('link', { name: 'Billing' }).click();
     await expect.poll(() => page.title()).toBe('Settings → Billing · svc');
     await finish();
   }, 300_000);
