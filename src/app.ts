@@ -1,6 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { invalidInput, ServiceError } from './domain/errors.js';
@@ -25,6 +24,7 @@ import type { RequestLoad } from './http/load.js';
 import { installMetrics, type MetricsOptions } from './http/metrics.js';
 import { requestLogRecorder } from './http/requestLog.js';
 import { RequestLogWriter, type RequestLogWriterOptions } from './db/requestLogWriter.js';
+import { docsRoutes } from './http/docsPage.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
 import type { ServiceContext } from './services/context.js';
@@ -165,7 +165,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
     transformObject,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/api/v1/openapi.json' } as never });
+  await app.register(docsRoutes);
 
   await app.register(healthRoutes, { ctx: deps.ctx });
   await app.register(

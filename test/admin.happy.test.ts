@@ -93,11 +93,13 @@ describe('admin API: shop and keys', () => {
     expect(blank.json().key.name).toBeNull();
   });
 
-  it('GET /admin/api/keys lists active and revoked keys, oldest first, with activeCount', async () => {
+  it('GET /admin/api/keys lists active and revoked keys, newest first (where the page puts a new key), with activeCount', async () => {
     const { headers } = await shopOnPlan('enterprise');
     const a = (await generate(headers, 'a')).json();
     t.clock.advance(1000);
     const b = (await generate(headers, 'b')).json();
+    t.clock.advance(1000);
+    const c = (await generate(headers, 'c')).json();
     t.clock.advance(1000);
     const revoked = await t.inject({ method: 'POST', url: `/admin/api/keys/${a.key.id}/revoke`, headers });
     expect(revoked.statusCode).toBe(200);
@@ -105,10 +107,11 @@ describe('admin API: shop and keys', () => {
     const res = await t.inject({ url: '/admin/api/keys', headers });
     expect(res.statusCode).toBe(200);
     const list = res.json();
-    expect(list.activeCount).toBe(1);
-    expect(list.keys.map((k: { name: string }) => k.name)).toEqual(['a', 'b']);
-    expect(list.keys[0]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), revokedReason: 'revoked', leakedUrl: null, fingerprint: a.key.fingerprint });
+    expect(list.activeCount).toBe(2);
+    expect(list.keys.map((k: { name: string }) => k.name)).toEqual(['c', 'b', 'a']);
+    expect(list.keys[2]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), revokedReason: 'revoked', leakedUrl: null, fingerprint: a.key.fingerprint });
     expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null, revokedReason: null });
+    expect(list.keys[0]).toMatchObject({ id: c.key.id, status: 'active' });
     for (const k of list.keys) {
       expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'revokedAt', 'revokedReason', 'status']);
     }

@@ -93,6 +93,24 @@ describe('svc CLI', () => {
     for (const c of contracts) for (const l of c.lines) expect(variantIds).toContain(l.variantId);
   });
 
+  it('contracts seed gives each contract different variants on its lines', async () => {
+    const shop = uniqueShop('seed-distinct');
+    expect((await cli(['contracts', 'seed', shop, '--count', '300'])).code).toBe(0);
+    const rows = await withCliDatabase((db) =>
+      db.withSession((run) =>
+        run<{ lines: number; variants: number }>(
+          `SELECT json_array_length(c.lines)::int AS lines, (SELECT count(DISTINCT l->>'variantId') FROM json_array_elements(c.lines) l)::int AS variants
+             FROM subscription_contracts c JOIN shops s ON s.id = c.shop_id WHERE s.domain = $1`,
+          [shop],
+        ),
+      ),
+    );
+    expect(rows).toHaveLength(300);
+    expect(rows.filter((r) => r.variants !== r.lines), 'contracts holding one variant on two lines').toEqual([]);
+    // Still one to three lines, and every length made.
+    expect(new Set(rows.map((r) => r.lines))).toEqual(new Set([1, 2, 3]));
+  });
+
   it('discounts create makes a code of the shop, once; a bad percentage is refused', async () => {
     const shop = uniqueShop('codes');
     const made = await cli(['discounts', 'create', shop, 'WELCOME10', '10']);

@@ -58,6 +58,7 @@ describe('what is recorded', () => {
       path: `${API}/${c.id}/actions`,
       mcpTool: null,
       status: 200,
+      mcpStatus: null,
       errorCode: null,
       durationMs: expect.any(Number),
       requestId: pause.headers['x-request-id'],
@@ -124,9 +125,43 @@ describe('what is recorded', () => {
     expect(list.statusCode).toBe(200);
     await written(t, start + 3);
     const [tools, notFound, read] = await logRows(t, s.domain);
-    expect(read).toMatchObject({ method: 'POST', path: '/mcp', mcpTool: 'get_subscription_contract', status: 200, errorCode: null, fingerprint: s.fingerprint, requestId: ok.headers['x-request-id'] });
-    expect(notFound).toMatchObject({ path: '/mcp', mcpTool: 'skip_next_order', status: 200, errorCode: 'not_found' });
-    expect(tools).toMatchObject({ path: '/mcp', mcpTool: null, status: 200, errorCode: null });
+    expect(read).toMatchObject({ method: 'POST', path: '/mcp', mcpTool: 'get_subscription_contract', status: 200, mcpStatus: null, errorCode: null, fingerprint: s.fingerprint, requestId: ok.headers['x-request-id'] });
+    // The exchange answered 200 (the refusal is in its result); the log keeps the status the API gives not_found.
+    expect(notFound).toMatchObject({ path: '/mcp', mcpTool: 'skip_next_order', status: 200, mcpStatus: 404, errorCode: 'not_found' });
+    expect(tools).toMatchObject({ path: '/mcp', mcpTool: null, status: 200, mcpStatus: null, errorCode: null });
+  });
+
+  it('MCP refusals are not successes: a read-only key calling a write tool, bad arguments, an unknown tool; the status filter finds them', async () => {
+    const s = await t.shopWithKey('enterprise', { access: 'read_only' });
+    const [c] = await t.seed(s.shopId, 1);
+    const start = recorded(t);
+    const call = async (payload: object) => {
+      const res = await t.inject({ method: 'POST', url: '/mcp', headers: { ...mcpHeaders, ...bearer(s.key) }, payload });
+      expect(res.statusCode).toBe(200);
+      t.clock.advance(1);
+      return res;
+    };
+    const write = await call(callBody('pause_subscription_contract', { contractId: c.id }));
+    expect(write.json().result.isError).toBe(true);
+    const badArgs = await call(callBody('get_subscription_contract', { contractId: 'not-a-number' }));
+    expect(badArgs.json().result.isError).toBe(true);
+    const unknown = await call(callBody('no_such_tool', {}));
+    expect(unknown.json().error.code).toBe(-32602);
+    const read = await call(callBody('get_subscription_contract', { contractId: c.id }));
+    expect(read.json().result.isError).toBeUndefined();
+    await written(t, start + 4);
+
+    const rows = await logRows(t, s.domain);
+    expect(rows.map((r) => [r.mcpTool, r.status, r.mcpStatus, r.errorCode])).toEqual([
+      ['get_subscription_contract', 200, null, null],
+      ['no_such_tool', 200, 400, 'invalid_request'],
+      ['get_subscription_contract', 200, 400, 'invalid_request'],
+      ['pause_subscription_contract', 200, 403, 'insufficient_scope'],
+    ]);
+    // A merchant looking for failures finds them; looking for successes, finds only the call that succeeded.
+    expect((await logRows(t, s.domain, { status: '4xx' })).map((r) => r.requestId)).toEqual([unknown, badArgs, write].map((r) => r.headers['x-request-id']));
+    expect((await logRows(t, s.domain, { status: '403' })).map((r) => r.errorCode)).toEqual(['insufficient_scope']);
+    expect((await logRows(t, s.domain, { status: '2xx' })).map((r) => r.requestId)).toEqual([read.headers['x-request-id']]);
   });
 
   it('svc mcp-stdio: its tool calls are the API requests they make, with its user agent', async () => {

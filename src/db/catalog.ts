@@ -12,6 +12,14 @@ export function variantsOf(run: RunSql, shopId: string, ids: string[]): Promise<
   );
 }
 
+/** The shop's variants by title, at most `limit`: what the admin offers for a swap or a new line. */
+export function shopVariants(run: RunSql, shopId: string, limit: number): Promise<VariantRow[]> {
+  return run<VariantRow>(
+    `SELECT id::text AS id, title, price, currency_code AS "currencyCode" FROM catalog_variants WHERE shop_id = $1 ORDER BY title, id LIMIT $2`,
+    [shopId, limit],
+  );
+}
+
 export function discountCodesOf(run: RunSql, shopId: string, codes: string[]): Promise<DiscountCodeRow[]> {
   if (!codes.length) return Promise.resolve([]);
   return run<DiscountCodeRow>(

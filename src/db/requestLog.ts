@@ -6,11 +6,11 @@ import type { Database, RunSql } from './client.js';
  * where a parameter per column and row would cost the driver a conversion each.
  */
 const INSERT = `
-  INSERT INTO request_log (shop_id, key_id, at, key_fingerprint, method, path, mcp_tool, status, error_code, duration_us,
-                           request_id, idempotency_key, ip, user_agent)
-  SELECT r.s::bigint, r.k::uuid, to_timestamp(r.t / 1000.0), r.f, r.m, r.p, r.tool, r.st, r.e, r.d, r.rid, r.ik, r.ip, r.ua
+  INSERT INTO request_log (shop_id, key_id, at, key_fingerprint, method, path, mcp_tool, status, mcp_status, error_code,
+                           duration_us, request_id, idempotency_key, ip, user_agent)
+  SELECT r.s::bigint, r.k::uuid, to_timestamp(r.t / 1000.0), r.f, r.m, r.p, r.tool, r.st, r.ms, r.e, r.d, r.rid, r.ik, r.ip, r.ua
     FROM json_to_recordset($1::json) AS r(s text, k text, f text, t double precision, m text, p text, tool text, st smallint,
-                                         e text, d integer, rid text, ik text, ip text, ua text)`;
+                                         ms smallint, e text, d integer, rid text, ik text, ip text, ua text)`;
 
 /** How long one batch may take before it counts as failed (it is then tried again, and the API never waits on it). */
 const INSERT_TIMEOUT_MS = 10_000;
@@ -34,6 +34,7 @@ export type RequestLogRow = {
   path: string;
   mcp_tool: string | null;
   status: number;
+  mcp_status: number | null;
   error_code: string | null;
   duration_us: number;
   request_id: string;
@@ -54,10 +55,11 @@ export type RequestLogQuery = {
   limit: number;
 };
 
-const COLUMNS = `id::text AS id, at, key_id::text AS key_id, key_fingerprint, method, path, mcp_tool, status, error_code, duration_us,
-  request_id, idempotency_key, ip, user_agent`;
-// One statement per shape (with or without a key), so each keeps a plan that walks its index backwards.
-const filters = (n: number) => `status BETWEEN $${n} AND $${n + 1} AND ($${n + 2} = '' OR strpos(path, $${n + 2}) > 0)
+const COLUMNS = `id::text AS id, at, key_id::text AS key_id, key_fingerprint, method, path, mcp_tool, status, mcp_status, error_code,
+  duration_us, request_id, idempotency_key, ip, user_agent`;
+// One statement per shape (with or without a key), so each keeps a plan that walks its index backwards. A refused
+// MCP tool call is filtered by the status its refusal has on the API (mcp_status), not by the exchange's 200.
+const filters = (n: number) => `coalesce(mcp_status, status) BETWEEN $${n} AND $${n + 1} AND ($${n + 2} = '' OR strpos(path, $${n + 2}) > 0)
   AND (at, id) < ($${n + 3}, $${n + 4}::bigint) ORDER BY at DESC, id DESC LIMIT $${n + 5}`;
 const BY_KEY = `SELECT ${COLUMNS} FROM request_log WHERE shop_id = $1 AND key_id = $2::uuid AND ${filters(3)}`;
 const BY_SHOP = `SELECT ${COLUMNS} FROM request_log WHERE shop_id = $1 AND ${filters(2)}`;

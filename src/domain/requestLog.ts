@@ -24,6 +24,7 @@ export type RequestLogEntry = {
   p: string; // path, query included
   tool: string | null; // MCP tool(s)
   st: number; // HTTP status
+  ms: number | null; // MCP: the status the API gives a refused tool call's error code
   e: string | null; // error code
   d: number;
   rid: string; // request id
@@ -41,7 +42,12 @@ export const RequestLogRecord = z.object({
   method: z.string(),
   path: z.string().describe('The URL as requested, query included, with anything that looks like a secret replaced.'),
   mcpTool: z.string().nullable().describe('MCP: the tool called (several, comma-separated, for a batch).'),
-  status: z.number().int(),
+  status: z.number().int().describe('The HTTP status of the answer. An MCP exchange answers 200 even when a tool call in it was refused: see mcpStatus.'),
+  mcpStatus: z
+    .number()
+    .int()
+    .nullable()
+    .describe('MCP: a refused tool call (or a request the protocol refused) travels in a 200 answer; this is the status the API gives its errorCode (403 for insufficient_scope, 404 for not_found …). null for every other request.'),
   errorCode: z.string().nullable(),
   durationMs: z.number(),
   requestId: z.string(),

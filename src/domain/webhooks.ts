@@ -20,6 +20,35 @@ export const isShopEventType = (type: string): type is ShopEventType => (SHOP_EV
 export const WEBHOOK_EVENT_TYPES = [...CONTRACT_EVENT_TYPES, ...SHOP_EVENT_TYPES] as [ContractEventType | ShopEventType, ...(ContractEventType | ShopEventType)[]];
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/**
+ * What each event type means, in the merchant's words: the list Settings → Webhooks shows (GET
+ * /admin/api/webhook-event-types), so a type an endpoint may subscribe to cannot be missing from it.
+ */
+const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
+  'contract.paused': 'A contract was paused: by a key, MCP, the admin, the platform, or when its payments ran out and the billing policy pauses.',
+  'contract.pause_updated': 'A paused contract got a new resume date, or lost it (paused until resumed).',
+  'contract.resumed': 'A contract was resumed: by hand, or by itself on its resume date.',
+  'contract.cancelled': 'A contract was cancelled: by hand, on the platform, or when its payments ran out and the billing policy cancels.',
+  'contract.skipped': 'The next order of a contract was skipped, and its next billing date moved on one interval.',
+  'contract.rescheduled': 'The next billing date of a contract was changed.',
+  'contract.updated': 'A contract was edited (lines, frequency, shipping address, discounts: data.changes says what changed), or changed on the platform.',
+  'contract.created': 'A contract was created on the platform (platform mode).',
+  'contract.expired': 'A contract expired on the platform (platform mode).',
+  'contract.failed': 'A contract failed: its payment retries ran out, or it failed on the platform.',
+  'billing.attempted': 'A renewal was started: a billing attempt awaits its outcome.',
+  'billing.succeeded': 'A renewal was paid: the order was made and the next billing date moved on.',
+  'billing.failed': 'A renewal payment failed; it is retried as the shop\'s billing policy says.',
+  'billing.action_required': 'A renewal awaits the customer (3-D Secure, say) before it can be paid.',
+  'billing.missed': 'A renewal was too late to bill (after an outage) and was skipped; the next billing date moved on.',
+  'api_key.leaked': 'An API key of the shop was found in public (GitHub secret scanning) and revoked at once.',
+  'bulk_job.previewed': 'A bulk job\'s preview is ready: its counts, totals and problems, waiting to be started.',
+  'bulk_job.finished': 'A bulk job ended: it ran to the end, was cancelled, failed, or its preview expired unstarted; data.bulkJob has its status and counts.',
+};
+
+/** Every event type an endpoint may subscribe to, with what it means, in WEBHOOK_EVENT_TYPES' order. */
+export const webhookEventTypeList = (): { type: WebhookEventType; description: string }[] =>
+  WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: WEBHOOK_EVENT_DESCRIPTIONS[type] }));
+
 /** The data of an `api_key.leaked` event: which key (never the key itself), and where the report says it was found. */
 export type KeyLeakedData = { key: { id: string; name: string | null; fingerprint: string }; url: string | null; source: string | null };
 

@@ -16,6 +16,8 @@ declare module 'fastify' {
     errorCode?: string;
     /** MCP: the tool(s) the request called. */
     mcpTool?: string;
+    /** MCP: the status the API gives the first refused call's error code (the exchange itself answers 200). */
+    mcpStatus?: number;
   }
 }
 
@@ -61,6 +63,8 @@ export function requestLogRecorder(
       p: clientText(req.url, MAX_PATH),
       tool: req.mcpTool ?? null,
       st: reply.statusCode,
+      // Only while the answer is a success: a refusal of the whole exchange (401, 429 …) is its own status.
+      ms: req.mcpStatus !== undefined && reply.statusCode < 300 ? req.mcpStatus : null,
       e: req.errorCode ?? null,
       d: Math.round(ms * 1000),
       rid: String(req.id),

@@ -103,7 +103,10 @@ export function readMessage(raw: unknown): McpMessage | null {
 /** The answer to a message, as JSON; null for a message that takes none. Never rejects: failures are answers. */
 export async function answer(message: McpMessage, exchange: Exchange): Promise<string | null> {
   if (message.kind === 'notice') return null;
-  if (message.kind === 'refused') return errorJson(message.id, message.error);
+  if (message.kind === 'refused') {
+    exchange.onRefused?.(protocolErrorCode(message.error.code));
+    return errorJson(message.id, message.error);
+  }
   const { id, request } = message;
   try {
     switch (request.method) {
@@ -118,9 +121,17 @@ export async function answer(message: McpMessage, exchange: Exchange): Promise<s
         return toolCallResponseJson(id, await callTool(request.params.name, request.params.arguments, exchange));
     }
   } catch (err) {
-    return errorJson(id, rpcError(err, exchange));
+    const error = rpcError(err, exchange);
+    exchange.onRefused?.(protocolErrorCode(error.code));
+    return errorJson(id, error);
   }
 }
+
+/**
+ * A JSON-RPC error (an unknown method or tool, params the protocol refuses) in the service's words, for the request
+ * log: the client's request was refused (invalid_request), unless the server failed (internal_error).
+ */
+const protocolErrorCode = (code: number) => (code === ErrorCode.InternalError ? 'internal_error' : 'invalid_request');
 
 /** As the SDK's Server: the client's version when we support it, else our latest (the client then decides). */
 function initializeResult(request: InitializeRequest): InitializeResult {

@@ -1,6 +1,6 @@
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ServiceError } from '../domain/errors.js';
+import { ERROR_STATUS, ServiceError, type ErrorCode } from '../domain/errors.js';
 import { scrubKeys } from '../domain/keys.js';
 import { requireJsonBody } from '../http/body.js';
 import { toServiceError } from '../http/errors.js';
@@ -102,8 +102,12 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
       ops: serviceOperations(ctx, caller),
       permissions: principal?.permissions,
       requestId: String(req.id),
+      // The first refusal is the request log's: its code, and the status the API gives that code (the exchange
+      // itself answers 200, so the log would otherwise show a refused call as a success).
       onRefused: (code) => {
-        req.errorCode ??= code;
+        if (req.errorCode !== undefined) return;
+        req.errorCode = code;
+        req.mcpStatus = ERROR_STATUS[code as ErrorCode] ?? 500;
       },
       toServiceError: (err) => {
         if (err instanceof AuthError || (err instanceof ServiceError && err.code === 'rate_limited')) refusal ??= err;

@@ -1,4 +1,4 @@
-import { discountCodesOf, insertDiscountCode, upsertVariants, variantsOf, type VariantRow } from '../db/catalog.js';
+import { discountCodesOf, insertDiscountCode, shopVariants, upsertVariants, variantsOf, type VariantRow } from '../db/catalog.js';
 import type { Catalog } from '../domain/commands/edits/operation.js';
 import type { EditOperation } from '../domain/commands/edits/index.js';
 import { ServiceError } from '../domain/errors.js';
@@ -27,6 +27,19 @@ export async function seedProducts(ctx: ServiceContext, shopId: string, currency
   const variants = SEED_PRODUCTS.map((p) => ({ id: p.id, title: p.title, price: normalizeAmount(p.price, currencyCode), currencyCode }));
   await ctx.db.withSession((run) => upsertVariants(run, shopId, variants));
   return variants;
+}
+
+/** At most this many variants are offered in the admin's edit form. */
+export const MAX_LISTED_VARIANTS = 250;
+
+/**
+ * The shop's variants, by title, for the admin's edit form (a swap, a new line). Platform mode keeps no catalog (the
+ * platform prices lines): the list is empty there, and the form takes a variant id.
+ */
+export async function listCatalogVariants(ctx: ServiceContext, shopId: string): Promise<{ id: string; title: string; price: { amount: string; currencyCode: string } }[]> {
+  if (ctx.platform.callsOut) return [];
+  const rows = await ctx.db.withSession((run) => shopVariants(run, shopId, MAX_LISTED_VARIANTS));
+  return rows.map((v) => ({ id: v.id, title: v.title, price: { amount: v.price, currencyCode: v.currencyCode } }));
 }
 
 /** A discount code of the shop: a percentage off every order's lines. */

@@ -6,7 +6,7 @@ import type { ServiceCall } from './context.js';
 export type ListRequestLogInput = {
   shopId: string;
   keyId?: string;
-  /** 2xx, 4xx, 5xx or one status code. */
+  /** 2xx, 4xx, 5xx or one status code (of a refused MCP tool call: its mcpStatus). */
   status?: string;
   /** Only requests whose path (query included) contains this text. */
   path?: string;
@@ -29,6 +29,7 @@ function toRecord(r: RequestLogRow): RequestLogRecord {
     path: r.path,
     mcpTool: r.mcp_tool,
     status: r.status,
+    mcpStatus: r.mcp_status,
     errorCode: r.error_code,
     durationMs: Math.round(r.duration_us / 100) / 10,
     requestId: r.request_id,

@@ -23,6 +23,14 @@ const CITIES: { city: string; zip: string; countryCode: string; provinceCode?: s
 ];
 const pick = <T>(xs: T[]) => xs[randomInt(xs.length)];
 
+/** `n` different items of `xs` (all of them when it has fewer), in a random order. */
+function pickDistinct<T>(xs: readonly T[], n: number): T[] {
+  const pool = xs.slice();
+  const out: T[] = [];
+  while (out.length < n && pool.length) out.push(pool.splice(randomInt(pool.length), 1)[0]);
+  return out;
+}
+
 function policy() {
   let r = randomInt(POLICIES.reduce((s, p) => s + p.weight, 0));
   for (const p of POLICIES) if ((r -= p.weight) < 0) return p;
@@ -31,7 +39,7 @@ function policy() {
 
 /**
  * Creates realistic ACTIVE contracts for a shop (development and benchmarks): customers with a shipping address, one
- * to three lines of the shop's catalog (made here if the shop has none: `products seed`) in one currency, a billing
+ * to three lines of different variants of the shop's catalog (made here if the shop has none: `products seed`) in one currency, a billing
  * and delivery policy, and a next billing date within the next interval.
  */
 export async function seedContracts({
@@ -46,10 +54,14 @@ export async function seedContracts({
     const first = pick(FIRST);
     const last = pick(LAST);
     const p = policy();
-    const lines: Line[] = Array.from({ length: 1 + randomInt(3) }, () => {
-      const variant = pick(catalog);
-      return { id: randomUUID(), title: variant.title, variantId: variant.id, quantity: 1 + randomInt(3), price: { amount: variant.price, currencyCode } };
-    });
+    // A contract holds a variant on one line at most, as the platform's do: more of it is a larger quantity.
+    const lines: Line[] = pickDistinct(catalog, 1 + randomInt(3)).map((variant) => ({
+      id: randomUUID(),
+      title: variant.title,
+      variantId: variant.id,
+      quantity: 1 + randomInt(3),
+      price: { amount: variant.price, currencyCode },
+    }));
     const place = pick(CITIES);
     const shippingAddress: ShippingAddress = { firstName: first, lastName: last, address1: `${1 + randomInt(200)} ${pick(STREETS)}`, city: place.city, zip: place.zip, countryCode: place.countryCode };
     if (place.provinceCode) shippingAddress.provinceCode = place.provinceCode;

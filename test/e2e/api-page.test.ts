@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, statSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { requestAction } from '../../src/services/contractRequests.js';
 import { generateKey } from '../../src/services/generateKey.js';
+import { adminPrincipal, resolvedCaller } from '../../src/services/principal.js';
 import { reportLeakedKeys } from '../../src/services/reportLeakedKeys.js';
 import { revokeKey } from '../../src/services/revokeKey.js';
 import { setShopPlan } from '../../src/services/shops.js';
@@ -39,6 +41,10 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
   };
   const open = async (t: Tab, domain: string, path = '/admin') => {
     await t.page.goto(`${s.base}${path}#token=${await s.t.sessionToken(domain)}`);
+  };
+  const cancelContract = async (contractId: string, shopId: string) => {
+    const { contract } = await requestAction(s.t.ctx, resolvedCaller(adminPrincipal(shopId)), contractId, { action: 'cancel' });
+    return contract;
   };
   const callApi = (key: string) =>
     fetch(`${s.base}/api/v1/subscription-contracts?limit=1`, { headers: { authorization: `Bearer ${key}` } });
@@ -153,6 +159,69 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     // Every admin call carried the session token.
     expect(t.adminCalls.length).toBeGreaterThan(0);
     expect(t.adminCalls.every((c) => c.authorization?.startsWith('Bearer ey'))).toBe(true);
+    afterEach();
+  });
+
+  it('a new key stays where it appeared, at the top, after a reload: newest first on the page and from the server', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Oldest' } });
+    s.t.clock.advance(1000);
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Older' } });
+    s.t.clock.advance(1000);
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    await page.getByText('2 of 5 active').waitFor();
+    const names = () => page.locator('[id^="key-name-"]').allInnerTexts();
+    expect(await names()).toEqual(['Older', 'Oldest']);
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const dialog = page.getByRole('dialog');
+    await page.getByLabel('Key name (optional)').fill('Newest');
+    await dialog.getByRole('button', { name: 'Generate key' }).click();
+    await dialog.getByText('This key will not be shown again').waitFor();
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await page.getByText('3 of 5 active').waitFor();
+    expect(await names()).toEqual(['Newest', 'Older', 'Oldest']);
+    await page.reload();
+    await page.getByText('3 of 5 active').waitFor();
+    expect(await names()).toEqual(['Newest', 'Older', 'Oldest']);
+    afterEach();
+  });
+
+  it('"Using a key": the samples name a contract of this store, and run as they are they answer 200', async () => {
+    const { domain, shopId } = await shopOn('enterprise');
+    const [first, second] = await s.t.seed(shopId, 2);
+    // The newest contract is cancelled: the sample takes an active one, which the pause sample can pause.
+    expect((await cancelContract(second.id, shopId)).status).toBe('CANCELLED');
+    const { secret } = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Backend' } });
+    const t = await tab();
+    const { page } = t;
+    await open(t, domain);
+    const read = page.getByTestId('usage-read');
+    await read.waitFor();
+    await page.getByText(`Read contract #${first.id} of this store:`).waitFor();
+    /** Runs a sample as a shell would, with $SVC_API_KEY set: curl's flags taken as fetch's. */
+    const run = async (sample: string) => {
+      const text = sample.replace(/\\\n\s*/g, ' ').replaceAll('$SVC_API_KEY', secret);
+      const url = /curl (?:-X (\w+) )?(\S+)/.exec(text)!;
+      const headers = Object.fromEntries([...text.matchAll(/-H "([^:]+): ([^"]+)"/g)].map((m) => [m[1], m[2]]));
+      const body = /-d '([^']+)'/.exec(text)?.[1];
+      return fetch(url[2], { method: url[1] ?? 'GET', headers, body });
+    };
+    const got = await run(await read.innerText());
+    expect(got.status).toBe(200);
+    expect((await got.json()).contract.id).toBe(first.id);
+    const paused = await run(await page.getByTestId('usage-pause').innerText());
+    expect(paused.status).toBe(200);
+    expect((await paused.json()).contract).toMatchObject({ id: first.id, status: 'PAUSED' });
+    expect(await page.getByTestId('usage-read').innerText()).not.toContain('4242');
+
+    // A store without contracts: a placeholder, said to be one.
+    const empty = await shopOn('enterprise');
+    await open(t, empty.domain);
+    await page.getByText('Read a contract (put one of your contracts\' ids in place of <CONTRACT_ID>):').waitFor();
+    expect(await page.getByTestId('usage-read').innerText()).toContain('/api/v1/subscription-contracts/<CONTRACT_ID>');
     afterEach();
   });
 

@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDiscountCode, seedProducts } from '../../src/services/catalog.js';
 import { resumeDueContracts } from '../../src/services/resumeDueContracts.js';
 import { contractRow, eventRows, insertContract } from '../support/fixtures.js';
 import { insertManyContracts } from '../support/manyContracts.js';
@@ -244,6 +245,92 @@ describeInBrowser('admin UI: Contracts in a real browser', () => {
     expect(await history(page, id).getByText('By Admin').count()).toBe(5);
     await finish();
   });
+
+  it('edits a contract: the preview shows the totals before and after, Save applies it, the history says what changed', async () => {
+    const shop = await smallShop();
+    await seedProducts(s.t.ctx, shop.shopId);
+    await createDiscountCode(s.t.ctx, { shopId: shop.shopId, code: 'WELCOME10', percentage: 10 });
+    const t = await tab({ width: 1280, height: 900 });
+    const { page } = t;
+    // Many steps, each a round trip: room for a busy machine.
+    page.setDefaultTimeout(20_000);
+    const id = shop.ada.id;
+    const before = await contractRow(s.t, id);
+    await open(t, shop.domain, `/admin/contracts/${id}`);
+    await page.getByRole('heading', { name: `Contract #${id}` }).waitFor();
+    await page.getByRole('button', { name: 'Edit contract' }).click();
+    const d = await dialog(page, `Edit contract #${id}`);
+
+    // Nothing changed yet: nothing to preview.
+    expect(await d.getByRole('button', { name: 'Preview changes' }).isDisabled()).toBe(true);
+    await d.getByLabel('Quantity of Coffee 1kg').fill('3');
+    // The shop's catalog offers the products, with their prices.
+    await d.getByLabel('Product of Espresso beans 500g').selectOption({ label: 'Green tea 250g · €11.90' });
+    await d.getByLabel('Apply a discount code').fill('welcome10');
+    await d.getByRole('button', { name: 'Preview changes' }).click();
+    const preview = d.getByRole('region', { name: 'Preview of the edit' });
+    await preview.waitFor();
+    const totals = async (name: string) => (await preview.getByLabel(name).innerText()).replace(/\s+/g, ' ');
+    expect(await totals('Totals now')).toBe('Subtotal €62.50 Discounts €0.00 Shipping €0.00 Total €62.50');
+    expect(await totals('Totals after the edit')).toBe('Subtotal €83.90 Discounts −€8.39 Shipping €0.00 Total €75.51');
+    await preview.getByText('3 × Coffee 1kg · €72.00').waitFor();
+    await preview.getByText('1 × Green tea 250g · €11.90').waitFor();
+    await screenshot(page, 'contract-edit-preview', false);
+    // The preview changed nothing.
+    expect(await contractRow(s.t, id)).toEqual(before);
+    expect(await eventRows(s.t, id)).toEqual([]);
+    expect(t.adminCalls.filter((c) => c.url.endsWith('/edits'))).toHaveLength(1);
+
+    // Changing the form again needs a new preview before it can be saved.
+    await d.getByLabel('Quantity of Coffee 1kg').fill('4');
+    await d.getByRole('button', { name: 'Preview changes' }).waitFor();
+    expect(await d.getByRole('button', { name: 'Save changes' }).count()).toBe(0);
+    await d.getByLabel('Quantity of Coffee 1kg').fill('3');
+    await d.getByRole('button', { name: 'Preview changes' }).click();
+    await d.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('heading', { name: `Edit contract #${id}` }).waitFor({ state: 'detached' });
+
+    const row = await contractRow(s.t, id);
+    expect(row.lines.map((l) => [l.title, l.quantity])).toEqual([['Coffee 1kg', 3], ['Green tea 250g', 1]]);
+    expect(row.discounts.map((x) => x.code)).toEqual(['WELCOME10']);
+    const products = page.getByRole('list', { name: 'Products' });
+    await products.getByText('3 × €24.00').waitFor();
+    const newest = newestEvent(page, id);
+    await newest.getByText('Edited', { exact: true }).waitFor();
+    await newest.getByText('By Admin').waitFor();
+    expect(await newest.getByRole('list', { name: 'What changed' }).getByRole('listitem').allInnerTexts()).toEqual([
+      'Quantity of “Coffee 1kg”: 2 → 3',
+      'Swapped “Espresso beans 500g” for “Green tea 250g” at €11.90',
+      'Discount applied: WELCOME10 (10% off)',
+    ]);
+    await screenshot(page, 'contract-edited');
+
+    // An edit through the API says what changed too, and which key made it.
+    const lineId = row.lines[0].id;
+    const res = await fetch(`${s.base}/api/v1/subscription-contracts/${id}/edits`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${shop.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ operations: [{ op: 'set_frequency', interval: 'WEEK', intervalCount: 2 }, { op: 'remove_line', lineId }] }),
+    });
+    expect(res.status).toBe(200);
+    await page.reload();
+    await newestEvent(page, id).getByText(`By API key ${shop.fingerprint}`).waitFor();
+    expect(await newestEvent(page, id).getByRole('list', { name: 'What changed' }).getByRole('listitem').allInnerTexts()).toEqual([
+      'Frequency: every month → every 2 weeks',
+      'Removed 3 × “Coffee 1kg”',
+    ]);
+
+    // An edit that cannot apply says which part and why, and changes nothing.
+    await page.getByRole('button', { name: 'Edit contract' }).click();
+    const again = await dialog(page, `Edit contract #${id}`);
+    await again.getByLabel('Remove Green tea 250g').check();
+    await again.getByRole('button', { name: 'Preview changes' }).click();
+    const alert = again.getByRole('alert');
+    await alert.getByText('The edit cannot be made').waitFor();
+    await alert.getByText(/Removing “Green tea 250g”: .*last line/).waitFor();
+    expect((await contractRow(s.t, id)).lines).toHaveLength(1);
+    await finish();
+  }, 240_000);
 
   it('shows what the API and the scheduler did, and a refused action in plain words', async () => {
     const { shopId, domain, key, fingerprint } = await s.t.shopWithKey('enterprise');

@@ -111,6 +111,52 @@ describeInBrowser('admin UI: Settings → API → a key → its requests, in a r
     afterEach();
   });
 
+  it('a refused MCP tool call is not a green 200: it shows as a tool error with the status and code of its refusal', async () => {
+    const domain = uniqueShop('log-mcp');
+    const shop = await setShopPlan({ ctx: s.t.ctx, input: { domain, plan: 'enterprise' } });
+    const { secret } = await generateKey({ ctx: s.t.ctx, input: { shopId: shop.id, name: 'ERP sync', access: 'read_only' } });
+    const [c] = await s.t.seed(shop.id, 1);
+    const start = recorded(s.t);
+    const call = async (name: string) => {
+      const res = await fetch(`${s.base}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { contractId: c.id } } }),
+      });
+      expect(res.status).toBe(200);
+      return res.json();
+    };
+    expect((await call('pause_subscription_contract')).result.isError).toBe(true);
+    s.t.clock.advance(1);
+    expect((await call('get_subscription_contract')).result.isError).toBeUndefined();
+    await written(s.t, start + 2);
+
+    const t = await tab({ width: 1280, height: 900 });
+    const { page } = t;
+    await openRequests(t, domain);
+    await expect.poll(() => rows(t).count()).toBe(2);
+    const [read, refused] = [rows(t).first(), rows(t).last()];
+    await refused.getByText('pause_subscription_contract').waitFor();
+    const badge = refused.locator('.Polaris-Badge');
+    expect(await badge.innerText()).toBe('Tool error 403');
+    expect(await badge.getAttribute('class')).not.toContain('toneSuccess');
+    await refused.getByText('insufficient_scope').waitFor();
+    expect(await read.locator('.Polaris-Badge').innerText()).toBe('200');
+    expect(await read.locator('.Polaris-Badge').getAttribute('class')).toContain('toneSuccess');
+    await page.getByRole('button', { name: /Show the details of POST/ }).last().click();
+    await page.getByText('200 (the MCP answer); the tool call was refused with 403, as the API refuses insufficient_scope').waitFor();
+    await screenshot(page, 'request-log-mcp-refused');
+
+    // Looking for failures finds it; looking for successes does not.
+    await page.getByLabel('Status').selectOption('4xx');
+    await expect.poll(() => rows(t).count()).toBe(1);
+    expect(await rows(t).first().textContent()).toContain('pause_subscription_contract');
+    await page.getByLabel('Status').selectOption('2xx');
+    await expect.poll(() => rows(t).count()).toBe(1);
+    expect(await rows(t).first().textContent()).toContain('get_subscription_contract');
+    afterEach();
+  });
+
   it('no column is cut off: every one in sight at 1280 px, on the screen at 375 px, details opened', async () => {
     const { domain } = await shopWithRequests();
     for (const [width, height] of [[1280, 800], [375, 812]]) {

@@ -1,7 +1,7 @@
 import type { Browser, Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { RETRY_DELAYS_MS, WEBHOOK_EVENT_TYPES } from '../../src/domain/webhooks.js';
+import { RETRY_DELAYS_MS, WEBHOOK_EVENT_TYPES, webhookEventTypeList } from '../../src/domain/webhooks.js';
 import { adminPrincipal } from '../../src/services/principal.js';
 import { sendTestWebhook } from '../../src/services/webhookDeliveries.js';
 import { createWebhookEndpoint, getWebhookEndpoint, listWebhookEndpoints } from '../../src/services/webhookEndpoints.js';
@@ -108,6 +108,14 @@ describeInBrowser('admin UI: Settings → Webhooks in a real browser', () => {
     // The choices are exactly the server's event types.
     expect(await dialog.getByRole('checkbox').count()).toBe(WEBHOOK_EVENT_TYPES.length);
     for (const type of WEBHOOK_EVENT_TYPES) expect(await dialog.getByRole('checkbox', { name: type, exact: true }).count()).toBe(1);
+    // Each with what it means, as the server describes it (one list: GET /admin/api/webhook-event-types).
+    expect(t.adminCalls.some((c) => c.url === '/admin/api/webhook-event-types')).toBe(true);
+    for (const { type, description } of webhookEventTypeList()) {
+      const box = dialog.getByRole('checkbox', { name: type, exact: true });
+      const describedBy = (await box.getAttribute('aria-describedby')) ?? '';
+      const help = await page.evaluate((ids) => ids.split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' '), describedBy);
+      expect(help, type).toContain(description);
+    }
 
     // The server refuses plain http to a public host: its reason is on the URL field and in the banner.
     const urlField = dialog.getByLabel('Endpoint URL');

@@ -14,7 +14,7 @@ import { RenewalsPage } from './pages/RenewalsPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
-import { contractIdOf, keyIdOfRequestsPath, navigate, pageTitle, ROUTES, usePath } from './router';
+import { navigate, pageTitle, routeOf, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
 export function App() {
@@ -39,6 +39,32 @@ export function App() {
   );
 }
 
+/** The page for a path: one case per route (router.tsx), as the tab's title has. */
+function pageOf(path: string) {
+  const route = routeOf(path);
+  switch (route.page) {
+    case 'home':
+    case 'api':
+      return <ApiPage />;
+    case 'keyRequests':
+      return <KeyRequestsPage key={path} keyId={route.keyId} />;
+    case 'webhooks':
+      return <WebhooksPage />;
+    case 'billingSettings':
+      return <BillingSettingsPage />;
+    case 'settings':
+      return <SettingsPage />;
+    case 'renewals':
+      return <RenewalsPage />;
+    case 'contracts':
+      return <ContractsPage />;
+    case 'contract':
+      return <ContractPage key={path} contractId={route.contractId} />;
+    case 'notFound':
+      return <NotFoundPage />;
+  }
+}
+
 // Inline, so the standalone page still loads nothing from another origin.
 const LOGO =
   'data:image/svg+xml,' +
@@ -59,16 +85,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
     document.title = pageTitle(path);
   }, [path]);
 
-  let page;
-  if (path === ROUTES.api || path === '/admin') page = <ApiPage />;
-  else if (path === ROUTES.webhooks) page = <WebhooksPage />;
-  else if (path === ROUTES.settings) page = <SettingsPage />;
-  else if (path === ROUTES.billingSettings) page = <BillingSettingsPage />;
-  else if (path === ROUTES.renewals) page = <RenewalsPage />;
-  else if (path === ROUTES.contracts) page = <ContractsPage />;
-  else if (contractIdOf(path)) page = <ContractPage key={path} contractId={contractIdOf(path)!} />;
-  else if (keyIdOfRequestsPath(path)) page = <KeyRequestsPage key={path} keyId={keyIdOfRequestsPath(path)!} />;
-  else page = <NotFoundPage />;
+  const page = pageOf(path);
 
   if (embedded) {
     // Inside the shop admin the platform draws the navigation from App Bridge's <ui-nav-menu>.

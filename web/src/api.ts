@@ -90,7 +90,12 @@ export type ContractDetail = {
   /** When resume is allowed: whether it bills the unpaid cycle at once, and the next billing date it sets. */
   resume: { billsNow: boolean; nextBillingDate: string } | null;
 };
+/** A variant of the shop's catalog, offered for a swap or a new line (standalone mode; none in platform mode). */
+export type CatalogVariant = { id: string; title: string; price: Money };
+/** An edit's body, as the API takes it (the admin takes the same): the operations, and whether only to preview them. */
+export type ContractEdit = { operations: { op: string }[]; preview?: boolean };
 /** Webhooks out (PRODUCT §10). */
+export type WebhookEventType = { type: string; description: string };
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];
 export type WebhookDisabledReason = NonNullable<WebhookEndpoint['disabledReason']>;
@@ -112,6 +117,8 @@ export type RequestLogEntry = {
   path: string;
   mcpTool: string | null;
   status: number;
+  /** MCP: a refused tool call answers 200; this is the status the API gives its errorCode (null otherwise). */
+  mcpStatus: number | null;
   errorCode: string | null;
   durationMs: number;
   requestId: string;
@@ -170,8 +177,13 @@ export type AdminApi = {
   contracts(q: { query?: string; status?: ContractStatus; billingStatus?: BillingStatus[]; cursor?: string; limit?: number }): Promise<ContractPage>;
   contract(id: string): Promise<ContractDetail>;
   act(id: string, action: ContractAction): Promise<{ contract: ContractView }>;
+  /** Edits a contract; with `preview: true` answers the contract as it would be and changes nothing. */
+  edit(id: string, edit: ContractEdit): Promise<{ contract: ContractView; preview: boolean }>;
+  catalogVariants(): Promise<{ variants: CatalogVariant[] }>;
   events(contractId: string, cursor?: string): Promise<{ events: ContractEvent[]; nextCursor?: string | null }>;
   webhookEndpoints(): Promise<{ endpoints: WebhookEndpoint[] }>;
+  /** Every event type an endpoint may subscribe to, with what it means. */
+  webhookEventTypes(): Promise<{ eventTypes: WebhookEventType[] }>;
   webhookEndpoint(id: string): Promise<{ endpoint: WebhookEndpoint }>;
   createWebhookEndpoint(input: WebhookEndpointInput): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
   updateWebhookEndpoint(id: string, patch: WebhookEndpointPatch): Promise<{ endpoint: WebhookEndpoint; resendable?: WebhookResendable }>;
@@ -251,8 +263,11 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     },
     contract: (id) => call('GET', `/contracts/${encodeURIComponent(id)}`),
     act: (id, action) => call('POST', `/contracts/${encodeURIComponent(id)}/actions`, action),
+    edit: (id, edit) => call('POST', `/contracts/${encodeURIComponent(id)}/edits`, edit),
+    catalogVariants: () => call('GET', '/catalog/variants'),
     events: (id, cursor) => call('GET', `/contracts/${encodeURIComponent(id)}/events${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
     webhookEndpoints: () => call('GET', '/webhook-endpoints'),
+    webhookEventTypes: () => call('GET', '/webhook-event-types'),
     webhookEndpoint: (id) => call('GET', endpointPath(id)),
     createWebhookEndpoint: (input) => call('POST', '/webhook-endpoints', input),
     updateWebhookEndpoint: (id, patch) => call('PATCH', endpointPath(id), patch),

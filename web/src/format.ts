@@ -1,4 +1,5 @@
-import type { ContractEvent, ContractStatus } from './api';
+import type { ContractEvent, ContractStatus, Discount, Money } from './api';
+import { formatPrice } from './money';
 
 /** Dates in the merchant's locale and time zone, with the zone named so a resume time is never ambiguous. */
 const dateTime = new Intl.DateTimeFormat(undefined, {
@@ -116,6 +117,95 @@ export function eventDetails(e: ContractEvent): string[] {
   }
   if (typeof d.reason === 'string' && d.reason) out.push(`Reason: ${d.reason}`);
   if (e.from !== e.to) out.push(`${STATUS_LABEL[e.from] ?? e.from} → ${STATUS_LABEL[e.to] ?? e.to}`);
+  return out;
+}
+
+type Rec = Record<string, unknown>;
+const rec = (v: unknown): Rec | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Rec) : null);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
+const money = (v: unknown): string | null => {
+  const m = rec(v);
+  return m && typeof m.amount === 'string' && typeof m.currencyCode === 'string' ? formatPrice(m as Money) : null;
+};
+const policy = (v: unknown): string | null => {
+  const p = rec(v);
+  return p && typeof p.interval === 'string' && typeof p.intervalCount === 'number' ? intervalLabel(p.interval, p.intervalCount).toLowerCase() : null;
+};
+/** A line's product as a change names it: its title, or its variant's id. */
+const product = (v: Rec | null): string => {
+  const title = str(v?.title);
+  return title ? `“${title}”` : `variant ${str(v?.variantId) ?? '?'}`;
+};
+const discountText = (v: unknown): string => {
+  const d = rec(v) as Partial<Discount> | null;
+  if (!d) return 'a discount';
+  const name = d.code ?? d.title ?? 'a discount';
+  const value = d.value?.type === 'percentage' ? `${d.value.percentage}% off` : d.value?.type === 'fixed_amount' ? `${formatPrice(d.value.amount)} off` : null;
+  return value ? `${name} (${value})` : name;
+};
+
+/**
+ * What an edit changed (a `contract.updated` event's `data.changes`: each operation with its before and after), one
+ * line per change in the merchant's words. `lineTitle` names a line by its id from the contract as it is now (a
+ * quantity's change carries the line's id only); a line gone since is "a line".
+ */
+export function eventChanges(e: ContractEvent, lineTitle: (lineId: string) => string | undefined = () => undefined): string[] {
+  const changes = Array.isArray(e.data?.changes) ? e.data.changes : [];
+  const out: string[] = [];
+  for (const raw of changes) {
+    const c = rec(raw);
+    if (!c) continue;
+    const before = rec(c.before);
+    const after = rec(c.after);
+    const lineId = str(c.lineId);
+    const title = (lineId && lineTitle(lineId)) || null;
+    const line = title ? `“${title}”` : 'a line';
+    switch (c.op) {
+      case 'set_quantity':
+        out.push(`Quantity of ${line}: ${num(before?.quantity) ?? '?'} → ${num(after?.quantity) ?? '?'}`);
+        break;
+      case 'set_price':
+        out.push(`Price of ${line}: ${money(before?.price) ?? '?'} → ${money(after?.price) ?? '?'}`);
+        break;
+      case 'swap_variant': {
+        const price = money(after?.price);
+        out.push(`Swapped ${product(before)} for ${product(after)}${price ? ` at ${price}` : ''}`);
+        break;
+      }
+      case 'add_line': {
+        const price = money(after?.price);
+        out.push(`Added ${num(after?.quantity) ?? 1} × ${product(after)}${price ? ` at ${price}` : ''}`);
+        break;
+      }
+      case 'remove_line': {
+        const quantity = num(before?.quantity);
+        out.push(`Removed ${quantity !== null ? `${quantity} × ` : ''}${product(before)}`);
+        break;
+      }
+      case 'set_frequency': {
+        const from = policy(before?.billingPolicy);
+        const to = policy(after?.billingPolicy);
+        out.push(`Frequency: ${from ?? '?'} → ${to ?? '?'}`);
+        const nextBefore = str(before?.nextBillingDate);
+        const nextAfter = str(after?.nextBillingDate);
+        if (nextAfter && nextAfter !== nextBefore) out.push(`Next billing ${nextBefore ? `${formatDateTime(nextBefore)} → ` : ''}${formatDateTime(nextAfter)}`);
+        break;
+      }
+      case 'set_shipping_address':
+        // The event keeps no address (it is personal data): only that it changed.
+        out.push('Shipping address changed');
+        break;
+      case 'apply_discount_code':
+        out.push(`Discount applied: ${discountText(after)}`);
+        break;
+      case 'remove_discount':
+        out.push(`Discount removed: ${discountText(before)}`);
+        break;
+      default:
+        out.push(`Changed: ${String(c.op).replace(/_/g, ' ')}`);
+    }
+  }
   return out;
 }
 

@@ -10,23 +10,72 @@ export const ROUTES = {
   contracts: '/admin/contracts',
 } as const;
 
+/** Every page of the admin, as the path names it: the one list the shell renders from and the tab's title follows. */
+export type Route =
+  | { page: 'home' }
+  | { page: 'api' }
+  | { page: 'keyRequests'; keyId: string }
+  | { page: 'webhooks' }
+  | { page: 'billingSettings' }
+  | { page: 'settings' }
+  | { page: 'renewals' }
+  | { page: 'contracts' }
+  | { page: 'contract'; contractId: string }
+  | { page: 'notFound' };
+
+/** The page at `path` (without its query), or notFound. */
+export function routeOf(path: string): Route {
+  switch (path) {
+    case '/admin':
+      return { page: 'home' };
+    case ROUTES.api:
+      return { page: 'api' };
+    case ROUTES.webhooks:
+      return { page: 'webhooks' };
+    case ROUTES.billingSettings:
+      return { page: 'billingSettings' };
+    case ROUTES.settings:
+      return { page: 'settings' };
+    case ROUTES.renewals:
+      return { page: 'renewals' };
+    case ROUTES.contracts:
+      return { page: 'contracts' };
+  }
+  const contractId = contractIdOf(path);
+  if (contractId) return { page: 'contract', contractId };
+  const keyId = keyIdOfRequestsPath(path);
+  if (keyId) return { page: 'keyRequests', keyId };
+  return { page: 'notFound' };
+}
+
 /** The browser tab's title of the page at `path`, so each tab (and the history) says which page it is. */
 export function pageTitle(path: string): string {
-  const id = contractIdOf(path);
-  const page =
-    path === ROUTES.api
-      ? 'Settings → API'
-      : path === ROUTES.webhooks
-        ? 'Settings → Webhooks'
-        : path === ROUTES.settings
-          ? 'Settings'
-          : path === ROUTES.contracts
-            ? 'Contracts'
-            : id
-              ? `Contract #${id}`
-              : path === '/admin'
-                ? null
-                : 'Page not found';
+  const route = routeOf(path);
+  const title = (): string | null => {
+    switch (route.page) {
+      case 'home':
+        return null;
+      case 'api':
+        return 'Settings → API';
+      case 'keyRequests':
+        return 'Requests of a key · Settings → API';
+      case 'webhooks':
+        return 'Settings → Webhooks';
+      case 'billingSettings':
+        return 'Settings → Billing';
+      case 'settings':
+        return 'Settings';
+      case 'renewals':
+        return 'Renewals';
+      case 'contracts':
+        return 'Contracts';
+      case 'contract':
+        return `Contract #${route.contractId}`;
+      case 'notFound':
+        return 'Page not found';
+    }
+  };
+  const page = title();
   return page ? `${page} · svc` : 'svc';
 }
 

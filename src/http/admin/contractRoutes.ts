@@ -7,13 +7,23 @@ import { ContractStatus } from '../../domain/contract.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
 import { Contract, ContractEvent } from '../../domain/resources.js';
 import { StoredText } from '../../domain/text.js';
-import { requestAction } from '../../services/contractRequests.js';
+import { listCatalogVariants } from '../../services/catalog.js';
+import { requestAction, requestEdit } from '../../services/contractRequests.js';
 import { resolvedCaller, type ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { getContractWithHistory } from '../../services/getContractWithHistory.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
 import { SEARCH_QUERY_MAX, searchContracts } from '../../services/searchContracts.js';
-import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListContractsQuery, ListEventsQuery } from '../api/v1/schemas.js';
+import {
+  ContractActionBody,
+  ContractEditBody,
+  ContractEditResponse,
+  ContractIdParams,
+  ContractResponse,
+  EventListResponse,
+  ListContractsQuery,
+  ListEventsQuery,
+} from '../api/v1/schemas.js';
 import { requireJsonBody } from '../body.js';
 import { ErrorEnvelope } from '../errors.js';
 
@@ -35,6 +45,13 @@ const actionErrors = {
   503: err('unavailable or platform_unavailable'),
 } as const;
 
+const editErrors = {
+  ...actionErrors,
+  400: err('invalid_request (a malformed edit: an unknown op, a bad field; details name the operation)'),
+  409: err('invalid_state (edits are allowed from ACTIVE and PAUSED) or billing_in_progress'),
+  422: err('invalid_edit (an operation cannot apply: details name its index and why) or platform_rejected'),
+} as const;
+
 const SearchContractsQuery = z.strictObject({
   query: StoredText(SEARCH_QUERY_MAX).optional().describe('A contract id (digits, "#" allowed) or the start of the customer\'s email, in any case.'),
   status: ContractStatus.optional().describe('Only contracts with this status.'),
@@ -47,6 +64,12 @@ const ContractSearchResponse = z.object({
   nextCursor: z.string().nullable().describe('The older contracts; null on the last page.'),
   previousCursor: z.string().nullable().describe('The newer contracts; null on the first page.'),
 });
+const CatalogVariantsResponse = z.object({
+  variants: z
+    .array(z.object({ id: z.string(), title: z.string(), price: z.object({ amount: z.string(), currencyCode: z.string() }) }))
+    .describe('The shop\'s variants by title (standalone mode; empty in platform mode, where the platform has the catalog).'),
+});
+
 const ContractWithHistoryResponse = z.object({
   contract: Contract,
   allowedActions: z.array(z.enum(ACTION_NAMES)),
@@ -93,5 +116,23 @@ export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, p
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
     handler: async (req) => ({ contract: (await requestAction(ctx, resolvedCaller(principal(req)), req.params.contract_id, req.body)).contract }),
+  });
+
+  // The API's edit (POST /api/v1/subscription-contracts/{id}/edits): the same body, rules and service, with a
+  // preview that changes nothing; the page previews an edit, shows the totals before and after, then saves it.
+  r.post('/contracts/:contract_id/edits', {
+    schema: { tags, params: ContractIdParams, body: ContractEditBody, response: { 200: ContractEditResponse, ...editErrors } },
+    validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
+    preValidation: requireJsonBody,
+    handler: async (req) => {
+      const done = await requestEdit(ctx, resolvedCaller(principal(req)), req.params.contract_id, req.body);
+      return { contract: done.contract, preview: done.preview };
+    },
+  });
+
+  // What the edit form offers for a swap or a new line.
+  r.get('/catalog/variants', {
+    schema: { tags, response: { 200: CatalogVariantsResponse, ...readErrors } },
+    handler: async (req) => ({ variants: await listCatalogVariants(ctx, principal(req).shopId) }),
   });
 }

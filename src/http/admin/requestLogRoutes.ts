@@ -15,7 +15,7 @@ const RequestLogQuery = z.strictObject({
   keyId: UuidId('must be a key id from GET /admin/api/keys')
     .optional()
     .describe('Only this key\'s requests.'),
-  status: RequestLogStatus.optional().describe('2xx, 4xx, 5xx, or one status code such as 429.'),
+  status: RequestLogStatus.optional().describe('2xx, 4xx, 5xx, or one status code such as 429; a refused MCP tool call counts with its mcpStatus.'),
   path: StoredText(200).optional().describe('Only requests whose path (query included) contains this text.'),
   before: UtcTimestamp.optional().describe('Only requests answered before this moment.'),
   cursor: Cursor.optional().describe('nextCursor of the page shown.'),

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { webhookEventTypeList } from '../../domain/webhooks.js';
 import type { ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { listWebhookDeliveries, resendFailedDeliveries, resendWebhookDelivery, sendTestWebhook } from '../../services/webhookDeliveries.js';
@@ -25,6 +26,10 @@ const Page = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).opt
 export function adminWebhookRoutes(app: FastifyInstance, ctx: ServiceContext, principal: (req: FastifyRequest) => ShopPrincipal): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const base = '/webhook-endpoints';
+  // The event types an endpoint may subscribe to, each with what it means: the page's list comes from the same list
+  // that validates a subscription, so it cannot leave one out.
+  const eventTypes = { eventTypes: webhookEventTypeList() };
+  r.get('/webhook-event-types', async () => eventTypes);
   r.get(base, async (req) => listWebhookEndpoints({ ctx, input: { principal: principal(req) } }));
   r.post(base, async (req, reply) => {
     reply.header('cache-control', 'no-store');

@@ -1,5 +1,5 @@
 import { Banner, Text } from '@shopify/polaris';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, type ReactNode } from 'react';
 import type { ApiError } from '../api';
 
 /**
@@ -11,11 +11,14 @@ export function ErrorBanner({
   title,
   onDismiss,
   takeFocus = false,
+  children,
 }: {
   error: ApiError | null;
   title: string;
   onDismiss?: () => void;
   takeFocus?: boolean;
+  /** More about the failure, in the page's words (a refused edit's operations). */
+  children?: ReactNode;
 }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -26,6 +29,7 @@ export function ErrorBanner({
     <div ref={ref}>
       <Banner tone="critical" title={title} onDismiss={onDismiss}>
         <p>{error.message}</p>
+        {children}
         <Text as="p" variant="bodySm" tone="subdued">
           {error.status ? `HTTP ${error.status} · ` : ''}
           {error.code}

@@ -18,6 +18,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react
 import { ApiError, type ApiKey, type KeyList, type ShopInfo } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
+import { formatDate } from '../format';
 import { ROUTES } from '../router';
 import { AccessState } from './AccessState';
 import { GenerateKeyModal } from './GenerateKeyModal';
@@ -214,8 +215,38 @@ export function ApiPage() {
   );
 }
 
+/** Midnight UTC `days` from now, as the API takes a timestamp. */
+const daysAhead = (days: number) => {
+  const d = new Date();
+  d.setUTCHours(0, 0, 0, 0);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().replace('.000Z', 'Z');
+};
+
+const PLACEHOLDER = '<CONTRACT_ID>';
+
+/**
+ * How to call the API, with a contract of this store (an active one, which the pause sample can pause), so a sample
+ * copied as it is answers 200; a store without contracts gets a placeholder, said to be one.
+ */
 function UsageCard() {
+  const { api } = useAdminApi();
+  const [contractId, setContractId] = useState<string | null | undefined>(undefined);
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      const active = await api.contracts({ status: 'ACTIVE', limit: 1 });
+      const any = active.contracts[0] ?? (await api.contracts({ limit: 1 })).contracts[0];
+      if (live) setContractId(any?.id ?? null);
+    })().catch(() => live && setContractId(null));
+    return () => {
+      live = false;
+    };
+  }, [api]);
   const base = window.location.origin;
+  const id = contractId ?? PLACEHOLDER;
+  const url = `${base}/api/v1/subscription-contracts/${id}`;
+  const resumeAt = daysAhead(30);
   return (
     <Card>
       <BlockStack gap="300">
@@ -226,10 +257,22 @@ function UsageCard() {
           Call the API from your own server, with the key in the <code>Authorization</code> header. Keep the key out of
           browsers, apps, storefronts, source control and URLs.
         </Text>
-        <pre className="svc-code">{`curl -X POST ${base}/api/v1/subscription-contracts/4242/actions \\
-  -H "Authorization: Bearer $SVC_API_KEY" \\
-  -H "Content-Type: application/json" \\
-  -d '{"action":"pause","resumeAt":"2027-01-05T00:00:00Z"}'`}</pre>
+        {contractId === undefined ? (
+          <SkeletonBodyText lines={4} />
+        ) : (
+          <>
+            <Text as="p">
+              {contractId ? `Read contract #${contractId} of this store:` : `Read a contract (put one of your contracts' ids in place of ${PLACEHOLDER}):`}
+            </Text>
+            <pre className="svc-code" data-testid="usage-read">{`curl ${url} \
+  -H "Authorization: Bearer $SVC_API_KEY"`}</pre>
+            <Text as="p">{contractId ? `Pause it until ${formatDate(resumeAt)} (this changes the contract; resume it on its page):` : 'Pause it until a date:'}</Text>
+            <pre className="svc-code" data-testid="usage-pause">{`curl -X POST ${url}/actions \
+  -H "Authorization: Bearer $SVC_API_KEY" \
+  -H "Content-Type: application/json" \
+  -d '{"action":"pause","resumeAt":"${resumeAt}"}'`}</pre>
+          </>
+        )}
         <Text as="p">
           <Link url="/docs" external>
             API reference

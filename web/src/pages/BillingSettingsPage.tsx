@@ -127,8 +127,7 @@ export function BillingSettingsPage() {
                     A declined payment is tried again after each wait below, each counted from the previous attempt. A hard decline (an expired
                     card, a revoked payment method, fraud) is tried at most once more.
                   </Text>
-                  <ol aria-label="Payment retries" style={{ listStyle: 'none', margin: 0, padding: 0 }}>
-                    <BlockStack gap="200">
+                  <ol aria-label="Payment retries" className="svc-list">
                       {draft.paymentRetries.map((r, i) => (
                         <li key={i}>
                           <InlineStack gap="200" blockAlign="start" wrap={false}>
@@ -153,7 +152,6 @@ export function BillingSettingsPage() {
                           </InlineStack>
                         </li>
                       ))}
-                    </BlockStack>
                   </ol>
                   {draft.paymentRetries.length === 0 && (
                     <Text as="p" tone="caution">

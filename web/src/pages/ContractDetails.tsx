@@ -1,6 +1,6 @@
 import { Badge, BlockStack, Box, Card, Divider, InlineGrid, InlineStack, Text } from '@shopify/polaris';
 import type { ReactNode } from 'react';
-import type { ContractDetail, ContractView, Discount } from '../api';
+import type { ContractDetail, ContractTotals, ContractView, Discount } from '../api';
 import { formatDateTime, intervalLabel } from '../format';
 import { formatMoney, formatPrice, multiplyAmount } from '../money';
 import { billingBadge } from '../billingText';
@@ -138,14 +138,7 @@ export function ProductsCard({ contract: c }: { contract: ContractView }) {
         {t && (
           <>
             <Divider />
-            <dl aria-label="Totals" style={{ margin: 0 }}>
-              <BlockStack gap="100">
-                <TotalRow label="Subtotal" value={formatMoney(t.subtotal, t.currencyCode)} />
-                <TotalRow label="Discounts" value={isZero(t.discounts) ? formatMoney(t.discounts, t.currencyCode) : `−${formatMoney(t.discounts.replace(/^-/, ''), t.currencyCode)}`} />
-                <TotalRow label="Shipping" value={formatMoney(t.shipping, t.currencyCode)} />
-                <TotalRow label="Total" value={formatMoney(t.total, t.currencyCode)} strong />
-              </BlockStack>
-            </dl>
+            <TotalsList totals={t} label="Totals" />
           </>
         )}
       </BlockStack>
@@ -155,17 +148,37 @@ export function ProductsCard({ contract: c }: { contract: ContractView }) {
 
 const isZero = (amount: string) => /^-?0*(\.0*)?$/.test(amount);
 
+/**
+ * A contract's totals as a description list: each term and its value in a <div> of the <dl> (the one wrapper HTML
+ * allows there), laid out as a row by CSS.
+ */
+export function TotalsList({ totals: t, label }: { totals: ContractTotals; label: string }) {
+  const discounts = isZero(t.discounts) ? formatMoney(t.discounts, t.currencyCode) : `−${formatMoney(t.discounts.replace(/^-/, ''), t.currencyCode)}`;
+  return (
+    <dl aria-label={label} className="svc-totals">
+      <TotalRow label="Subtotal" value={formatMoney(t.subtotal, t.currencyCode)} />
+      <TotalRow label="Discounts" value={discounts} />
+      <TotalRow label="Shipping" value={formatMoney(t.shipping, t.currencyCode)} />
+      <TotalRow label="Total" value={formatMoney(t.total, t.currencyCode)} strong />
+    </dl>
+  );
+}
+
 function TotalRow({ label, value, strong = false }: { label: string; value: string; strong?: boolean }) {
   const weight = strong ? 'semibold' : undefined;
   return (
-    <InlineStack align="space-between" gap="200">
-      <Text as="dt" fontWeight={weight}>
-        {label}
-      </Text>
-      <Text as="dd" fontWeight={weight}>
-        {value}
-      </Text>
-    </InlineStack>
+    <div>
+      <dt>
+        <Text as="span" fontWeight={weight}>
+          {label}
+        </Text>
+      </dt>
+      <dd>
+        <Text as="span" fontWeight={weight}>
+          {value}
+        </Text>
+      </dd>
+    </div>
   );
 }
 
@@ -240,8 +253,7 @@ export function DiscountsCard({ contract: c }: { contract: ContractView }) {
             No discounts
           </Text>
         ) : (
-          <ul aria-label="Discounts" style={{ listStyle: 'none', margin: 0, padding: 0 }}>
-            <BlockStack gap="200">
+          <ul aria-label="Discounts" className="svc-list">
               {c.discounts.map((d) => (
                 <li key={d.id}>
                   <InlineStack gap="200" blockAlign="center" wrap>
@@ -255,7 +267,6 @@ export function DiscountsCard({ contract: c }: { contract: ContractView }) {
                   </Text>
                 </li>
               ))}
-            </BlockStack>
           </ul>
         )}
       </BlockStack>

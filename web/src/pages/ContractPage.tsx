@@ -5,6 +5,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { formatDateTime, STATUS_LABEL, STATUS_TONE } from '../format';
 import { ContractActions } from './ContractActions';
+import { ContractEditCard } from './ContractEdit';
 import { BillingCard, CustomerCard, DiscountsCard, ProductsCard, ShippingAddressCard } from './ContractDetails';
 import { ContractHistory } from './ContractHistory';
 import { lastContractsListUrl } from './ContractsPage';
@@ -108,7 +109,13 @@ export function ContractPage({ contractId }: { contractId: string }) {
   };
   const billing = <BillingCard contract={c} resume={detail.resume} />;
   const products = <ProductsCard contract={c} />;
-  const actions = <ContractActions contract={c} allowed={detail.allowedActions} lastBilled={detail.lastBilled} resume={detail.resume} onDone={done} onStale={load} />;
+  const actions = (
+    <>
+      <ContractActions contract={c} allowed={detail.allowedActions} lastBilled={detail.lastBilled} resume={detail.resume} onDone={done} onStale={load} />
+      {detail.editable && <ContractEditCard contract={c} onDone={done} />}
+    </>
+  );
+  const lineTitles = new Map(c.lines.filter((l) => l.id).map((l) => [l.id!, l.title]));
   const about = (
     <>
       <CustomerCard contract={c} />
@@ -122,7 +129,7 @@ export function ContractPage({ contractId }: { contractId: string }) {
         <Text as="h2" variant="headingMd">
           History
         </Text>
-        <ContractHistory contractId={c.id} events={detail.events} nextCursor={detail.eventsNextCursor} />
+        <ContractHistory contractId={c.id} events={detail.events} nextCursor={detail.eventsNextCursor} lineTitle={(id) => lineTitles.get(id)} />
       </BlockStack>
     </Card>
   );

@@ -15,6 +15,7 @@ const TYPING_MS = 400;
 const STATUS_FILTERS = [
   { label: 'All statuses', value: '' },
   { label: 'Succeeded (2xx)', value: '2xx' },
+  // A refused MCP tool call counts with the status the API gives its refusal (the server filters so).
   { label: 'Client errors (4xx)', value: '4xx' },
   { label: 'Server errors (5xx)', value: '5xx' },
 ];

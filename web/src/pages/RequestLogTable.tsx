@@ -10,10 +10,19 @@ const statusTone = (status: number): Tone => (status < 300 ? 'success' : status 
 /** Milliseconds as a person reads them: 0.4 ms, 12 ms, 1.2 s. */
 export const formatDuration = (ms: number) => (ms < 10 ? `${ms.toFixed(1)} ms` : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
 
+/**
+ * The answer's status. An MCP exchange answers 200 even when the tool call in it was refused (the protocol carries
+ * the refusal in its result): such a row shows the status the API gives that refusal, marked as a tool error, never
+ * a green 200.
+ */
 function StatusBadge({ r }: { r: RequestLogEntry }) {
   return (
     <BlockStack gap="050" inlineAlign="start">
-      <Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>
+      {r.mcpStatus !== null ? (
+        <Badge tone={statusTone(r.mcpStatus)}>{`Tool error ${r.mcpStatus}`}</Badge>
+      ) : (
+        <Badge tone={statusTone(r.status)}>{String(r.status)}</Badge>
+      )}
       {r.errorCode && (
         <Text as="span" variant="bodySm" tone="subdued">
           <span className="svc-mono">{r.errorCode}</span>
@@ -60,7 +69,7 @@ function Details({ r }: { r: RequestLogEntry }) {
         {item('Time', formatDateTime(r.at))}
         {item('Request', <><Text as="span" fontWeight="semibold">{r.method}</Text> {mono(r.path)}</>)}
         {item('MCP tool', mono(r.mcpTool))}
-        {item('Status', String(r.status))}
+        {item('Status', r.mcpStatus !== null ? `${r.status} (the MCP answer); the tool call was refused with ${r.mcpStatus}, as the API refuses ${r.errorCode ?? 'it'}` : String(r.status))}
         {item('Error code', mono(r.errorCode))}
         {item('Duration', formatDuration(r.durationMs))}
         {item('Request ID', mono(r.requestId))}

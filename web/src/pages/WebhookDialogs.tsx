@@ -1,10 +1,9 @@
 import { Banner, BlockStack, Modal, Select, Text } from '@shopify/polaris';
 import { useEffect, useState } from 'react';
-import { ApiError, type WebhookDelivery, type WebhookEndpoint } from '../api';
+import { ApiError, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { CopyableSecret } from '../components/CopyableSecret';
-import { WEBHOOK_EVENT_TYPES } from './webhookText';
 
 const asApiError = (err: unknown) => (err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
 
@@ -33,9 +32,21 @@ function useRequest(open: boolean) {
 }
 
 /** Queues a test event of a chosen type: signed, sent and logged like a real one, marked `test`. */
-export function SendTestModal({ endpoint, open, onClose, onSent }: { endpoint: WebhookEndpoint; open: boolean; onClose: () => void; onSent: (d: WebhookDelivery) => void }) {
+export function SendTestModal({
+  endpoint,
+  eventTypes,
+  open,
+  onClose,
+  onSent,
+}: {
+  endpoint: WebhookEndpoint;
+  eventTypes: WebhookEventType[];
+  open: boolean;
+  onClose: () => void;
+  onSent: (d: WebhookDelivery) => void;
+}) {
   const { api } = useAdminApi();
-  const [type, setType] = useState(WEBHOOK_EVENT_TYPES[0].type);
+  const [type, setType] = useState(eventTypes[0]?.type ?? 'contract.paused');
   const { busy, error, run } = useRequest(open);
   const send = async () => {
     const res = await run(() => api.sendTestWebhook(endpoint.id, type));
@@ -52,7 +63,13 @@ export function SendTestModal({ endpoint, open, onClose, onSent }: { endpoint: W
       <Modal.Section>
         <BlockStack gap="400">
           <ErrorBanner error={error} title="The test event was not sent" takeFocus />
-          <Select label="Event type" options={WEBHOOK_EVENT_TYPES.map((e) => ({ label: e.type, value: e.type }))} value={type} onChange={setType} />
+          <Select
+            label="Event type"
+            options={eventTypes.map((e) => ({ label: e.type, value: e.type }))}
+            value={type}
+            onChange={setType}
+            helpText={eventTypes.find((e) => e.type === type)?.description}
+          />
           <Text as="p">
             A test delivery carries a sample contract (id 0, test@example.com) and <code>"test": true</code> in its event
             data. It is signed and retried like any other delivery{endpoint.status === 'disabled' ? ', and waits until the endpoint is enabled' : ''}.

@@ -1,7 +1,7 @@
 import { Badge, Banner, BlockStack, Button, Card, Collapsible, Divider, InlineStack, Text } from '@shopify/polaris';
 import { DeleteIcon, EditIcon, RefreshIcon, SendIcon } from '@shopify/polaris-icons';
 import { useState } from 'react';
-import { ApiError, type WebhookEndpoint, type WebhookResendable } from '../api';
+import { ApiError, type WebhookEndpoint, type WebhookEventType, type WebhookResendable } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { formatDateTime } from '../format';
@@ -12,6 +12,8 @@ import { ALL_EVENTS, disabledReasonText, plural } from './webhookText';
 
 type Props = {
   endpoint: WebhookEndpoint;
+  /** Every event type, for the test event's choice. */
+  eventTypes: WebhookEventType[];
   onEdit: (e: WebhookEndpoint) => void;
   onChanged: (e: WebhookEndpoint) => void;
   onDeleted: (e: WebhookEndpoint) => void;
@@ -23,7 +25,7 @@ type Props = {
 type Dialog = 'test' | 'rotate' | 'delete' | null;
 
 /** One endpoint: where it sends, what, whether it is on (and if not, why), its secret, its actions and its log. */
-export function WebhookEndpointCard({ endpoint: e, onEdit, onChanged, onDeleted, onStale, notify }: Props) {
+export function WebhookEndpointCard({ endpoint: e, eventTypes, onEdit, onChanged, onDeleted, onStale, notify }: Props) {
   const { api } = useAdminApi();
   const [dialog, setDialog] = useState<Dialog>(null);
   const [logOpen, setLogOpen] = useState(false);
@@ -188,6 +190,7 @@ export function WebhookEndpointCard({ endpoint: e, onEdit, onChanged, onDeleted,
       </Card>
       <SendTestModal
         endpoint={e}
+        eventTypes={eventTypes}
         open={dialog === 'test'}
         onClose={() => setDialog(null)}
         onSent={() => {

@@ -1,14 +1,16 @@
 import { BlockStack, ChoiceList, Form, Modal, Text, TextField } from '@shopify/polaris';
 import { useEffect, useState, type RefObject } from 'react';
-import { ApiError, type WebhookEndpoint, type WebhookEndpointPatch, type WebhookResendable } from '../api';
+import { ApiError, type WebhookEndpoint, type WebhookEndpointPatch, type WebhookEventType, type WebhookResendable } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { ALL_EVENTS, WEBHOOK_EVENT_TYPES } from './webhookText';
+import { ALL_EVENTS } from './webhookText';
 
 type Props = {
   open: boolean;
   /** The endpoint to edit; null adds one. */
   endpoint: WebhookEndpoint | null;
+  /** Every event type an endpoint may subscribe to, as the server lists them. */
+  eventTypes: WebhookEventType[];
   activator?: RefObject<HTMLElement>;
   onClose: () => void;
   onSaved: (endpoint: WebhookEndpoint, resendable?: WebhookResendable) => void;
@@ -31,7 +33,7 @@ function fieldErrors(err: ApiError | null): Partial<Record<Field, string>> {
 const sameEvents = (a: string[], b: string[]) => a.length === b.length && a.every((e) => b.includes(e));
 
 /** Add an endpoint, or change one: its URL, what it is for, and which events it gets. */
-export function WebhookEndpointModal({ open, endpoint, activator, onClose, onSaved, onStale }: Props) {
+export function WebhookEndpointModal({ open, endpoint, eventTypes, activator, onClose, onSaved, onStale }: Props) {
   const { api } = useAdminApi();
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
@@ -55,7 +57,7 @@ export function WebhookEndpointModal({ open, endpoint, activator, onClose, onSav
 
   const save = async () => {
     if (saving) return;
-    const events = scope === 'all' ? [ALL_EVENTS] : WEBHOOK_EVENT_TYPES.map((e) => e.type).filter((t) => chosen.includes(t));
+    const events = scope === 'all' ? [ALL_EVENTS] : eventTypes.map((e) => e.type).filter((t) => chosen.includes(t));
     const local: Partial<Record<Field, string>> = {};
     if (!url.trim()) local.url = 'Enter the URL your server receives webhooks at.';
     if (events.length === 0) local.events = 'Choose at least one event type, or all events.';
@@ -143,7 +145,7 @@ export function WebhookEndpointModal({ open, endpoint, activator, onClose, onSav
                         allowMultiple
                         selected={chosen}
                         onChange={setChosen}
-                        choices={WEBHOOK_EVENT_TYPES.map((e) => ({ label: e.type, value: e.type, helpText: e.help }))}
+                        choices={eventTypes.map((e) => ({ label: e.type, value: e.type, helpText: e.description }))}
                       />
                     ),
                 },

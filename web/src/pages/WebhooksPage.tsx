@@ -15,7 +15,7 @@ import {
 } from '@shopify/polaris';
 import { PlusIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { ApiError, type WebhookEndpoint } from '../api';
+import { ApiError, type WebhookEndpoint, type WebhookEventType } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { ROUTES } from '../router';
@@ -30,6 +30,7 @@ export function WebhooksPage() {
   const [endpoints, setEndpoints] = useState<WebhookEndpoint[] | null>(null);
   // The store's limit, as the server enforces it (the admin API's shop answer).
   const [maxEndpoints, setMaxEndpoints] = useState<number | null>(null);
+  const [eventTypes, setEventTypes] = useState<WebhookEventType[] | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [modal, setModal] = useState<{ endpoint: WebhookEndpoint | null } | null>(null);
   const [toast, setToast] = useState<string | null>(null);
@@ -44,9 +45,10 @@ export function WebhooksPage() {
   const load = useCallback(async () => {
     setLoadError(null);
     try {
-      const [list, shop] = await Promise.all([api.webhookEndpoints(), api.shop()]);
+      const [list, shop, types] = await Promise.all([api.webhookEndpoints(), api.shop(), api.webhookEventTypes()]);
       setEndpoints(list.endpoints);
       setMaxEndpoints(shop.limits.maxWebhookEndpoints);
+      setEventTypes(types.eventTypes);
     } catch (err) {
       setLoadError(asApiError(err));
     }
@@ -55,7 +57,7 @@ export function WebhooksPage() {
     void load();
   }, [load]);
 
-  if (!endpoints || maxEndpoints === null) {
+  if (!endpoints || maxEndpoints === null || !eventTypes) {
     if (loadError) {
       return (
         <Page title="Webhooks" backAction={{ content: 'Settings', url: ROUTES.settings }}>
@@ -161,6 +163,7 @@ export function WebhooksPage() {
               <WebhookEndpointCard
                 key={e.id}
                 endpoint={e}
+                eventTypes={eventTypes}
                 onEdit={(x) => setModal({ endpoint: x })}
                 onChanged={replace}
                 onDeleted={onDeleted}
@@ -177,6 +180,7 @@ export function WebhooksPage() {
       <WebhookEndpointModal
         open={modal !== null}
         endpoint={modal?.endpoint ?? null}
+        eventTypes={eventTypes}
         activator={modal?.endpoint ? undefined : addReturn}
         onClose={() => setModal(null)}
         onSaved={onSaved}

@@ -1,28 +1,5 @@
 import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from '../api';
 
-/**
- * The event types an endpoint may subscribe to: WEBHOOK_EVENT_TYPES of src/domain/webhooks.ts, in its order (the
- * browser bundle cannot import the server's domain module; the Webhooks page test checks the two lists agree).
- */
-export const WEBHOOK_EVENT_TYPES: { type: string; help: string }[] = [
-  { type: 'contract.paused', help: 'A contract was paused.' },
-  { type: 'contract.pause_updated', help: 'A paused contract got a new resume date.' },
-  { type: 'contract.resumed', help: 'A contract was resumed, by hand or on its resume date.' },
-  { type: 'contract.cancelled', help: 'A contract was cancelled.' },
-  { type: 'contract.skipped', help: 'The next order of a contract was skipped.' },
-  { type: 'contract.rescheduled', help: 'The next billing date of a contract changed.' },
-  { type: 'billing.attempted', help: 'A renewal was started: a billing attempt awaits its outcome.' },
-  { type: 'contract.updated', help: 'A contract’s lines, frequency, address, discounts, customer or date changed: by an edit, or on the platform.' },
-  { type: 'contract.created', help: 'A contract was created on the platform (platform mode).' },
-  { type: 'contract.expired', help: 'A contract expired (platform mode).' },
-  { type: 'contract.failed', help: 'A contract failed: its payment retries ran out, or it failed on the platform.' },
-  { type: 'billing.succeeded', help: 'A renewal was paid: the order is made and the next billing date moved on.' },
-  { type: 'billing.failed', help: 'A renewal payment failed; it is retried on the shop’s billing policy.' },
-  { type: 'billing.action_required', help: 'A renewal awaits the customer (3-D Secure, say).' },
-  { type: 'billing.missed', help: 'A renewal was too late to bill (after an outage) and was skipped.' },
-  { type: 'api_key.leaked', help: 'An API key was found in public (GitHub secret scanning) and revoked at once.' },
-];
-
 export const ALL_EVENTS = '*';
 
 export const eventsSummary = (events: string[]) => (events.includes(ALL_EVENTS) ? 'All events' : events.join(', '));
