@@ -77,6 +77,7 @@ describe('admin API: shop and keys', () => {
       name: 'backend',
       fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/),
       access: 'read_write',
+      permissions: { contracts: 'write', billing: 'write', webhooks: 'write', bulk_jobs: 'write' },
       status: 'active',
       createdAt: t.clock.now().toISOString(),
       lastUsedAt: null,
@@ -110,7 +111,7 @@ describe('admin API: shop and keys', () => {
     expect(list.keys[0]).toMatchObject({ id: a.key.id, status: 'revoked', revokedAt: t.clock.now().toISOString(), revokedReason: 'revoked', leakedUrl: null, fingerprint: a.key.fingerprint });
     expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null, revokedReason: null });
     for (const k of list.keys) {
-      expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'revokedAt', 'revokedReason', 'status']);
+      expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'permissions', 'revokedAt', 'revokedReason', 'status']);
     }
   });
 
