@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOperationName, OPERATIONS as OPERATION_TABLE, permissionCases, permissionSentence } from '../src/domain/operations.js';
+import { between, permissionsTable, TABLE_END, TABLE_START, toolsTable, TOOLS_END, TOOLS_START } from '../scripts/permissions-table.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 /** The OpenAPI document, the reference page and the health endpoints (PRODUCT §8). */
@@ -167,6 +169,13 @@ describe('reference page and health', () => {
     // A 403 that can be insufficient_scope says so; GET /key's cannot be.
     expect(doc.paths[P].get.responses['403'].description).toContain('insufficient_scope');
     expect(doc.paths['/api/v1/key'].get.responses['403'].description).not.toContain('insufficient_scope');
+  });
+
+  it('docs/keys-and-permissions.md has the tables of what each operation and each MCP tool needs, as they are', () => {
+    const page = readFileSync(new URL('../docs/keys-and-permissions.md', import.meta.url), 'utf8');
+    // Stale? `npm run client:generate && npx tsx scripts/permissions-table.ts` writes them again.
+    expect(between(page, TABLE_START, TABLE_END)).toBe(permissionsTable(doc));
+    expect(between(page, TOOLS_START, TOOLS_END)).toBe(toolsTable());
   });
 
   it('GET /docs → 200 HTML', async () => {

@@ -10,7 +10,7 @@ import { sendTestWebhook } from '../src/services/webhookDeliveries.js';
 import { createWebhookEndpoint } from '../src/services/webhookEndpoints.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { runJobs } from './support/bulk.js';
-import { API, expectError, sql } from './support/fixtures.js';
+import { API, expectError, sql, tableDigests } from './support/fixtures.js';
 
 /**
  * Every operation of the API (domain/operations.ts, the one table authorization reads), request by request: a key
@@ -102,30 +102,6 @@ async function keyWith(shopId: string, permissions: Permissions): Promise<string
   return (await generateKey({ ctx: t.ctx, input: { shopId, name: 'case', permissions } })).secret;
 }
 
-/** Every table a request could change (the request log and keys' last use aside), as one digest per table. */
-const TABLES = [
-  'subscription_contracts',
-  'contract_events',
-  'webhook_endpoints',
-  'webhook_deliveries',
-  'webhook_attempts',
-  'bulk_jobs',
-  'bulk_job_items',
-  'billing_attempts',
-  'billing_policies',
-  'idempotency_keys',
-  'discount_codes',
-  'catalog_variants',
-];
-async function snapshot(): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const table of TABLES) {
-    const [{ digest }] = await sql<{ digest: string }>(t, `SELECT md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS digest FROM ${table} x`);
-    out[table] = digest;
-  }
-  return out;
-}
-
 const withKey = (req: InjectOptions, key: string, extra: Record<string, string> = {}): InjectOptions => ({
   ...req,
   headers: { ...(req.headers as Record<string, string> | undefined), ...bearer(key), ...extra },
@@ -172,14 +148,14 @@ describe('every operation × its permissions', () => {
     const post = request.method !== undefined && request.method !== 'GET';
     for (const lacking of needs) {
       const key = await keyWith(f.shopId, allBut(lacking));
-      const before = await snapshot();
+      const before = await tableDigests(t);
       for (const extra of post ? [{}, { 'idempotency-key': `lacking-${name}-${lacking.resource}` }] : [{}]) {
         const res = await t.inject(withKey(request, key, extra));
         const error = expectError(res, 403, 'insufficient_scope');
         expect(error.message).toContain(describePermission(lacking));
         expect(error.details).toContainEqual({ path: `permissions.${lacking.resource}`, message: expect.stringContaining(describePermission(lacking)) });
       }
-      expect(await snapshot(), `${name} without ${describePermission(lacking)} changed nothing`).toEqual(before);
+      expect(await tableDigests(t), `${name} without ${describePermission(lacking)} changed nothing`).toEqual(before);
     }
     const res = await t.inject(withKey(request, await keyWith(f.shopId, exactly(needs))));
     expect(res.statusCode, `${name} with exactly ${needs.map(describePermission).join(', ') || 'nothing'}: ${res.body}`).toBeGreaterThanOrEqual(200);
@@ -189,13 +165,13 @@ describe('every operation × its permissions', () => {
   it('a key with no permission at all may call only GET /api/v1/key', async () => {
     const f = await fixture();
     const key = await keyWith(f.shopId, NONE);
-    const before = await snapshot();
+    const before = await tableDigests(t);
     for (const c of CASES) {
       const res = await t.inject(withKey(REQUESTS[c.name](f, c.body), key));
       if (c.needs.length === 0) expect(res.statusCode, c.label).toBe(200);
       else expectError(res, 403, 'insufficient_scope');
     }
-    expect(await snapshot()).toEqual(before);
+    expect(await tableDigests(t)).toEqual(before);
     // Each resource by itself at read (the same key, its permissions changed): that resource's reads pass, and
     // everything else is refused.
     const [{ id }] = await sql<{ id: string }>(t, `SELECT id::text AS id FROM api_keys WHERE shop_id = $1 AND name = 'case'`, [f.shopId]);
@@ -207,6 +183,6 @@ describe('every operation × its permissions', () => {
         expect(res.statusCode === 403, `${c.label} with ${r}: read`).toBe(!allowed);
       }
     }
-    expect(await snapshot()).toEqual(before);
+    expect(await tableDigests(t)).toEqual(before);
   });
 });

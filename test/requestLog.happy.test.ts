@@ -147,8 +147,8 @@ describe('what is recorded', () => {
     await written(t, start + 2);
     const rows = await logRows(t, s.domain);
     expect(rows.map((r) => [r.method, r.path, r.status, r.userAgent]).sort()).toEqual([
-      ['GET', `${API}/${c.id}`, 200, 'svc-mcp-stdio/1'],
       ['GET', '/api/v1/key', 200, 'svc-mcp-stdio/1'],
+      ['GET', `${API}/${c.id}`, 200, 'svc-mcp-stdio/1'],
     ]);
   });
 
