@@ -44,18 +44,19 @@ export function KeysTable({ keys, onRevoke, onEditPermissions }: { keys: ApiKey[
         </Button>
       </span>
     ) : null;
-  const edit = (k: ApiKey) =>
+  // Beside the permissions it edits on a wide screen ("Edit"), among the row's actions on a phone.
+  const edit = (k: ApiKey, content: string) =>
     k.status === 'active' ? (
       <span id={`key-permissions-${k.id}`}>
         <Button variant="plain" onClick={() => onEditPermissions(k)} accessibilityLabel={`Edit permissions of ${keyLabel(k)}`}>
-          Edit permissions
+          {content}
         </Button>
       </span>
     ) : null;
   const actions = (k: ApiKey) => (
     <InlineStack gap="300" wrap={false} blockAlign="center">
       {requests(k)}
-      {edit(k)}
+      {smDown && edit(k, 'Edit permissions')}
       {revoke(k)}
     </InlineStack>
   );
@@ -69,11 +70,11 @@ export function KeysTable({ keys, onRevoke, onEditPermissions }: { keys: ApiKey[
       <Badge tone="info">{PRESET_LABEL.read_write}</Badge>
     );
   const held = (k: ApiKey) => RESOURCES.filter((r) => k.permissions[r] !== 'none');
-  const access = (k: ApiKey) =>
-    k.access === 'custom' ? (
-      <BlockStack gap="050">
-        {badge(k)}
-        {held(k).length ? (
+  const access = (k: ApiKey) => (
+    <BlockStack gap="050" inlineAlign="start">
+      {badge(k)}
+      {k.access === 'custom' &&
+        (held(k).length ? (
           held(k).map((r) => (
             <Text as="p" variant="bodySm" key={r}>
               {RESOURCE_LABEL[r]}: {LEVEL_LABEL[k.permissions[r]]}
@@ -83,11 +84,10 @@ export function KeysTable({ keys, onRevoke, onEditPermissions }: { keys: ApiKey[
           <Text as="p" variant="bodySm" tone="subdued">
             No permissions
           </Text>
-        )}
-      </BlockStack>
-    ) : (
-      badge(k)
-    );
+        ))}
+      {edit(k, 'Edit')}
+    </BlockStack>
+  );
   const fingerprint = (k: ApiKey) => <span className="svc-mono">{k.fingerprint}</span>;
 
   const rows = keys.map((k, i) =>
