@@ -14,6 +14,7 @@ import { contractRoutes } from './http/api/v1/contracts.js';
 import { webhookEndpointRoutes } from './http/api/v1/webhookEndpoints.js';
 import { billingRoutes } from './http/api/v1/billing.js';
 import { bulkJobRoutes } from './http/api/v1/bulkJobs.js';
+import { keyRoutes } from './http/api/v1/key.js';
 import { clientErrorHandler, frameworkErrors, keyInUrl, newRequestId, registerErrorHandling, sendError } from './http/errors.js';
 import { installJsonBodyParser } from './http/body.js';
 import { DEFAULT_CLIENT_LIMITS, limitConnectionsPerAddress, refuseConnect, requestTimeoutOptions, type ClientLimits } from './http/connections.js';
@@ -184,6 +185,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(webhookEndpointRoutes, { ctx: deps.ctx });
       await api.register(billingRoutes, { ctx: deps.ctx });
       await api.register(bulkJobRoutes, { ctx: deps.ctx });
+      await api.register(keyRoutes, { ctx: deps.ctx });
     },
     { prefix: '/api/v1' },
   );

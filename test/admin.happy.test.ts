@@ -77,6 +77,7 @@ describe('admin API: shop and keys', () => {
       name: 'backend',
       fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/),
       access: 'read_write',
+      permissions: { contracts: 'write', billing: 'write', webhooks: 'write', bulk_jobs: 'write' },
       status: 'active',
       createdAt: t.clock.now().toISOString(),
       lastUsedAt: null,
@@ -113,7 +114,7 @@ describe('admin API: shop and keys', () => {
     expect(list.keys[1]).toMatchObject({ id: b.key.id, status: 'active', revokedAt: null, revokedReason: null });
     expect(list.keys[0]).toMatchObject({ id: c.key.id, status: 'active' });
     for (const k of list.keys) {
-      expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'revokedAt', 'revokedReason', 'status']);
+      expect(Object.keys(k).sort()).toEqual(['access', 'createdAt', 'fingerprint', 'id', 'lastUsedAt', 'leakedAt', 'leakedUrl', 'name', 'permissions', 'revokedAt', 'revokedReason', 'status']);
     }
   });
 

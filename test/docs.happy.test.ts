@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isOperationName, OPERATIONS as OPERATION_TABLE, permissionCases, permissionSentence } from '../src/domain/operations.js';
+import { between, permissionsTable, TABLE_END, TABLE_START, toolsTable, TOOLS_END, TOOLS_START } from '../scripts/permissions-table.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 /** The OpenAPI document, the reference page and the health endpoints (PRODUCT §8). */
@@ -49,9 +52,10 @@ describe('GET /api/v1/openapi.json', () => {
         `${W}/{id}/test`,
         '/api/v1/bulk-jobs',
         '/api/v1/bulk-jobs/{id}',
+        '/api/v1/bulk-jobs/{id}/cancel',
         '/api/v1/bulk-jobs/{id}/results',
         '/api/v1/bulk-jobs/{id}/start',
-        '/api/v1/bulk-jobs/{id}/cancel',
+        '/api/v1/key',
       ].sort(),
     );
     const text = JSON.stringify(doc);
@@ -141,6 +145,39 @@ describe('GET /api/v1/openapi.json', () => {
 });
 
 describe('reference page and health', () => {
+  it('every operation states the key permission it needs, as domain/operations.ts has it: x-svc-permissions and a sentence', () => {
+    const seen: string[] = [];
+    for (const item of Object.values(doc.paths) as Record<string, any>[]) {
+      for (const op of Object.values(item)) {
+        expect(isOperationName(op.operationId), op.operationId).toBe(true);
+        seen.push(op.operationId);
+        const cases = permissionCases(op.operationId);
+        expect(op['x-svc-permissions']).toEqual(cases.map((c) => ({ ...(c.when && { when: c.when }), needs: c.needs.map((n) => ({ ...n })) })));
+        expect(op.description.endsWith(permissionSentence(op.operationId)), op.operationId).toBe(true);
+      }
+    }
+    // Every operation of the table is in the document.
+    expect(seen.sort()).toEqual(Object.keys(OPERATION_TABLE).sort());
+    // As a reader sees them: a fixed permission, an action's by its action, a bulk job's two, and the one that needs none.
+    expect(doc.paths[P].get.description).toContain('Key permission needed: `contracts: read`.');
+    expect(doc.paths[`${P}/{contract_id}/actions`].post['x-svc-permissions']).toEqual([
+      { when: 'action pause, resume, cancel, skip or reschedule', needs: [{ resource: 'contracts', level: 'write' }] },
+      { when: 'action bill_now', needs: [{ resource: 'billing', level: 'write' }] },
+    ]);
+    expect(doc.paths['/api/v1/bulk-jobs'].post.description).toContain('`bulk_jobs: write` and `contracts: write`');
+    expect(doc.paths['/api/v1/key'].get['x-svc-permissions']).toEqual([{ needs: [] }]);
+    // A 403 that can be insufficient_scope says so; GET /key's cannot be.
+    expect(doc.paths[P].get.responses['403'].description).toContain('insufficient_scope');
+    expect(doc.paths['/api/v1/key'].get.responses['403'].description).not.toContain('insufficient_scope');
+  });
+
+  it('docs/keys-and-permissions.md has the tables of what each operation and each MCP tool needs, as they are', () => {
+    const page = readFileSync(new URL('../docs/keys-and-permissions.md', import.meta.url), 'utf8');
+    // Stale? `npm run client:generate && npx tsx scripts/permissions-table.ts` writes them again.
+    expect(between(page, TABLE_START, TABLE_END)).toBe(permissionsTable(doc));
+    expect(between(page, TOOLS_START, TOOLS_END)).toBe(toolsTable());
+  });
+
   it('GET /docs: the reference written on the server from the document, every operation in it, no script and no framework', async () => {
     const res = await t.inject({ url: '/docs' });
     expect(res.statusCode).toBe(200);

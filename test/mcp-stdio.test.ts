@@ -238,18 +238,27 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
     expect(stderr).toContain('ignored a line that is not a JSON-RPC 2.0 message');
   });
 
-  it('a read-only key: reads work, and the API refuses a change with insufficient_scope', async () => {
+  it('a read-only key: it is told the key at start, lists the read tools as /mcp does, and the API refuses a change', async () => {
     const ro = await t.shopWithKey('enterprise', { access: 'read_only' });
     const c = await insertContract(t, ro.shopId);
-    const { client } = await stdioClient({ SVC_API_KEY: ro.key, SVC_BASE_URL: base });
+    const { client, stderrMatching } = await stdioClient({ SVC_API_KEY: ro.key, SVC_BASE_URL: base });
+    const http = await mcpClient(base, ro.key);
     try {
-      // The process cannot learn the key's access from the API, so it lists every tool and the API decides.
-      expect((await client.listTools()).tools).toHaveLength(TOOLS.length);
+      // Its start-up probe is GET /api/v1/key: what the key is, said on stderr (never the key itself).
+      const said = await stderrMatching(/serving the svc tools on stdio/);
+      expect(said).toContain(`key "test" (fingerprint ${ro.fingerprint}) of ${ro.domain}: contracts: read, billing: read, webhooks: read, bulk_jobs: read.`);
+      expect(said).not.toContain(ro.key);
+      // It asks the API what the key may do, and offers those tools only: the same list as /mcp.
+      const tools = (await client.listTools()).tools;
+      expect(tools).toEqual((await http.listTools()).tools);
+      expect(tools.length).toBeLessThan(TOOLS.length);
+      expect(tools.every((x) => x.annotations?.readOnlyHint)).toBe(true);
       expect(toolOk(await client.callTool({ name: 'get_subscription_contract', arguments: { contractId: c.id } })).contract.id).toBe(c.id);
       const err = toolError(await client.callTool({ name: 'pause_subscription_contract', arguments: { contractId: c.id } }));
       expect(err).toMatchObject({ code: 'insufficient_scope', requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
       expect((await contractRow(t, c.id)).status).toBe('ACTIVE');
     } finally {
+      await http.close();
       await client.close();
     }
   });

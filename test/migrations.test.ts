@@ -72,3 +72,27 @@ describe('0021: the contract parts become json, kept compact', () => {
     expect(fresh.discounts).toBe('[]');
   });
 });
+
+describe('0035: every key\'s permissions written out', () => {
+  it('keys made before get their preset\'s permissions; access may then say custom', async () => {
+    const fresh = await createTestDatabase({ migrated: false });
+    try {
+      await migrate(fresh.db, before('0035'));
+      const keys = await fresh.db.withSession(async (run) => {
+        const [shop] = await run<{ id: string }>(`INSERT INTO shops (domain, plan) VALUES ('k.myshopify.com', 'enterprise') RETURNING id::text`);
+        const insert = (digest: string, access: string) =>
+          run<{ id: string }>(`INSERT INTO api_keys (shop_id, digest, access, created_at) VALUES ($1, $2, $3, now()) RETURNING id::text`, [shop.id, digest, access]);
+        return { rw: (await insert('a'.repeat(64), 'read_write'))[0].id, ro: (await insert('b'.repeat(64), 'read_only'))[0].id, shopId: shop.id };
+      });
+      await migrate(fresh.db);
+      const rows = await fresh.db.withSession((run) => run<{ id: string; access: string; permissions: unknown }>(`SELECT id::text, access, permissions FROM api_keys`));
+      const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+      expect(byId[keys.rw]).toMatchObject({ access: 'read_write', permissions: { contracts: 'write', billing: 'write', webhooks: 'write', bulk_jobs: 'write' } });
+      expect(byId[keys.ro]).toMatchObject({ access: 'read_only', permissions: { contracts: 'read', billing: 'read', webhooks: 'read', bulk_jobs: 'read' } });
+      await fresh.db.withSession((run) => run(`UPDATE api_keys SET access = 'custom' WHERE id = $1`, [keys.rw]));
+      await expect(fresh.db.withSession((run) => run(`UPDATE api_keys SET access = 'admin' WHERE id = $1`, [keys.rw]))).rejects.toThrow();
+    } finally {
+      await fresh.drop();
+    }
+  });
+});

@@ -71,6 +71,33 @@ describe.skipIf(needsPostgres('test/multi-instance.test.ts'))('several instances
     expect((await call(a.url, path, { auth: key })).status).toBe(401);
   });
 
+  it('a key\'s permissions changed through instance A hold on instance B from the very next request, both ways', async () => {
+    const { shopId, token } = await enterpriseShop();
+    const [contract] = await seedContracts({ ctx, input: { shopId, count: 1 } });
+    const created = await call(a.url, '/admin/api/keys', { auth: token, body: { name: 'ci' } });
+    const key: string = created.body.secret;
+    const actions = `/api/v1/subscription-contracts/${contract.id}/actions`;
+    const setPermissions = async (contracts: string) => {
+      const res = await call(a.url, `/admin/api/keys/${created.body.key.id}`, {
+        method: 'PATCH',
+        auth: token,
+        body: { permissions: { contracts, billing: 'write', webhooks: 'write', bulk_jobs: 'write' } },
+      });
+      expect(res.status).toBe(200);
+    };
+    // B knows the key (it has answered it) before each change.
+    expect((await call(b.url, `/api/v1/subscription-contracts/${contract.id}`, { auth: key })).status).toBe(200);
+    await setPermissions('read');
+    const refused = await call(b.url, actions, { auth: key, body: { action: 'pause' } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'insufficient_scope', message: expect.stringContaining('contracts: write') });
+    expect((await call(b.url, '/api/v1/key', { auth: key })).body.key.permissions.contracts).toBe('read');
+    await setPermissions('write');
+    expect((await call(b.url, actions, { auth: key, body: { action: 'pause' } })).status).toBe(200);
+    const [row] = await ctx.db.orm.select().from(contracts).where(eq(contracts.id, contract.id));
+    expect(row.status).toBe('PAUSED');
+  });
+
   it('B refuses a revoked key it has cached whatever the request: an invalid body, an MCP tool call, a missing contract', async () => {
     const { shopId, token } = await enterpriseShop();
     const [contract] = await seedContracts({ ctx, input: { shopId, count: 1 } });

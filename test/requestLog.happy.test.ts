@@ -177,13 +177,13 @@ describe('what is recorded', () => {
     stdin.end(`${JSON.stringify(callBody('get_subscription_contract', { contractId: c.id }))}\n`);
     expect(await served).toBe(0);
     expect(JSON.parse(out.join('')).result.structuredContent.contract.id).toBe(c.id);
-    // Its start-up probe (a list of one contract) and the tool's read (answered within one millisecond of the test
+    // Its start-up probe (GET /api/v1/key) and the tool's read (answered within one millisecond of the test
     // clock, so in either order).
     await written(t, start + 2);
     const rows = await logRows(t, s.domain);
     expect(rows.map((r) => [r.method, r.path, r.status, r.userAgent]).sort()).toEqual([
+      ['GET', '/api/v1/key', 200, 'svc-mcp-stdio/1'],
       ['GET', `${API}/${c.id}`, 200, 'svc-mcp-stdio/1'],
-      ['GET', `${API}?limit=1`, 200, 'svc-mcp-stdio/1'],
     ]);
   });
 

@@ -70,9 +70,10 @@ export const apiKeys = pgTable(
     name: text('name'),
     // SHA-256 (hex) of the whole raw key: the only form of the key that is ever stored.
     digest: text('digest').notNull(),
-    // read_write or read_only (migration 0004): fixed for the key's life.
-    access: text('access').$type<'read_write' | 'read_only'>().notNull().default('read_write'),
-    // Migration 0030: the key's permissions per resource (domain/permissions.ts); null: the preset `access` names.
+    // The preset the key's permissions equal, or custom (migrations 0004, 0035); written with them.
+    access: text('access').$type<'read_write' | 'read_only' | 'custom'>().notNull().default('read_write'),
+    // Migration 0030: the key's permissions per resource (domain/permissions.ts); null: the preset `access` names
+    // (keys made before 0035; every key since has them written).
     permissions: jsonb('permissions').$type<Record<string, string>>(),
     createdAt: ts('created_at').notNull(),
     lastUsedAt: ts('last_used_at'),

@@ -45,21 +45,42 @@ export function presetOf(p: Permissions): Preset | 'custom' {
   return 'custom';
 }
 
+/** The permissions of `needs` that `p` does not hold, each once, in the order given. */
+export function missing(p: Permissions, needs: readonly Permission[]): Permission[] {
+  const out: Permission[] = [];
+  for (const n of needs) {
+    if (!allows(p, n) && !out.some((m) => m.resource === n.resource && RANK[m.level] >= RANK[n.level])) out.push(n);
+  }
+  return out;
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+const listed = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
+
 /**
- * 403 insufficient_scope naming what was needed, in the message and in `details`; `held` (the caller's permissions)
- * lets the message say what the caller is, a read-only key say.
+ * 403 insufficient_scope naming every permission the request needs and the caller lacks, in the message and in
+ * `details` (one entry per permission: `path` the resource under `permissions`, `message` what is needed and what
+ * the caller has). `held` (the caller's permissions) lets the message say what the caller is: a read-only key, say.
  */
-export function insufficientScope(n: Permission, who = 'This API key', held?: Permissions): ServiceError {
-  const what = describePermission(n);
-  const is = held && presetOf(held) === 'read_only' ? `${who} is read-only: it can read but not change anything, and this needs ${what}` : `${who} lacks the permission ${what}`;
+export function insufficientScope(needed: Permission | readonly Permission[], who = 'This API key', held?: Permissions): ServiceError {
+  const lacking = Array.isArray(needed) ? (needed as readonly Permission[]) : [needed as Permission];
+  const what = listed(lacking.map(describePermission));
+  const is =
+    held && presetOf(held) === 'read_only'
+      ? `${who} is read-only: it can read but not change anything, and this needs ${what}`
+      : `${who} lacks the permission${lacking.length > 1 ? 's' : ''} ${what}`;
   return new ServiceError('insufficient_scope', `${is}. Use a key with ${what}.`, {
-    details: [{ path: `permissions.${n.resource}`, message: `${n.level} needed` }],
+    details: lacking.map((n) => ({
+      path: `permissions.${n.resource}`,
+      message: `${describePermission(n)} needed${held ? ` (has ${n.resource}: ${held[n.resource]})` : ''}`,
+    })),
   });
 }
 
-/** Throws 403 insufficient_scope unless `p` allows `n`. */
-export function assertAllows(p: Permissions, n: Permission, who?: string): void {
-  if (!allows(p, n)) throw insufficientScope(n, who, p);
+/** Throws 403 insufficient_scope, naming every one missing, unless `p` allows all of `needs`. */
+export function assertAllows(p: Permissions, needs: Permission | readonly Permission[], who?: string): void {
+  const lacking = missing(p, Array.isArray(needs) ? (needs as readonly Permission[]) : [needs as Permission]);
+  if (lacking.length) throw insufficientScope(lacking, who, p);
 }
 
 export const LevelSchema = z.enum(LEVELS);
@@ -82,4 +103,13 @@ export function permissionsFrom(stored: unknown, fallback: Permissions): Permiss
   const out = {} as Record<Resource, Level>;
   for (const r of RESOURCES) out[r] = (LEVELS as readonly unknown[]).includes(s[r]) ? (s[r] as Level) : 'none';
   return out;
+}
+
+/**
+ * A key's permissions as stored: its `permissions` column, or (null: keys made before permissions existed, and by an
+ * instance still running older code) the preset its `access` column names.
+ */
+export function keyPermissions(stored: { access: string; permissions: unknown }): Permissions {
+  const preset = PRESETS[stored.access === 'read_only' ? 'read_only' : 'read_write'];
+  return stored.permissions == null ? preset : permissionsFrom(stored.permissions, preset);
 }

@@ -6,6 +6,7 @@ import { DecimalAmount, Money } from './money.js';
 
 export { Money };
 import { fingerprintOf } from './keys.js';
+import { keyPermissions, PermissionsSchema, presetOf } from './permissions.js';
 import { iso, isoString } from './time.js';
 
 /** What clients see. Schemas document the API (OpenAPI) and type the mappers below. */
@@ -140,18 +141,24 @@ export const ContractEvent = z
   .meta({ id: 'ContractEvent' });
 export type ContractEvent = z.infer<typeof ContractEvent>;
 
-/** What a key may do, chosen at generation and fixed for its life (PRODUCT §1). */
+/** The two presets of a key's permissions (docs/keys-and-permissions.md), as generation takes them. */
 export const KeyAccess = z.enum(['read_write', 'read_only']).meta({
-  description: 'read_write: read and change contracts. read_only: read contracts and events only; changes get 403 insufficient_scope.',
+  description: 'A preset of the key\'s permissions. read_write: write on every resource. read_only: read on every resource; every change gets 403 insufficient_scope.',
 });
 export type KeyAccess = z.infer<typeof KeyAccess>;
+
+/** The preset a key's permissions equal, or `custom`. */
+export const KeyAccessShown = z.enum(['read_write', 'read_only', 'custom']).meta({
+  description: 'The preset the key\'s permissions equal (read_write: write on every resource; read_only: read on every resource), or custom.',
+});
 
 export const ApiKey = z
   .object({
     id: z.string(),
     name: z.string().nullable(),
     fingerprint: z.string().meta({ description: 'First 12 hex characters of the SHA-256 digest of the key.' }),
-    access: KeyAccess,
+    access: KeyAccessShown,
+    permissions: PermissionsSchema,
     status: z.enum(['active', 'revoked']),
     createdAt: Timestamp,
     lastUsedAt: Timestamp.nullable(),
@@ -165,6 +172,19 @@ export const ApiKey = z
   })
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof ApiKey>;
+
+/** GET /api/v1/key: the calling key, as it sees itself. */
+export const CurrentKey = z
+  .object({
+    id: z.string().meta({ description: 'The key\'s id (as the app\'s Settings → API lists it).' }),
+    name: z.string().nullable(),
+    fingerprint: z.string().meta({ description: 'First 12 hex characters of the SHA-256 digest of the key: `printf %s "$KEY" | sha256sum`.' }),
+    access: KeyAccessShown,
+    permissions: PermissionsSchema,
+    shop: z.object({ domain: z.string().meta({ example: 'my-shop.myshopify.com' }) }).describe('The one shop the key belongs to.'),
+  })
+  .meta({ id: 'CurrentKey' });
+export type CurrentKey = z.infer<typeof CurrentKey>;
 
 /** What a contract is beyond its state: its id and its times (a row, say). */
 type ContractMeta = { id: string; createdAt: Date; updatedAt: Date };
@@ -273,11 +293,13 @@ export function toContractEvent(row: ContractEventRow): ContractEvent {
 }
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
+  const permissions = keyPermissions(row);
   return {
     id: row.id,
     name: row.name,
     fingerprint: fingerprintOf(row.digest),
-    access: row.access,
+    access: presetOf(permissions),
+    permissions,
     status: row.revokedAt ? 'revoked' : 'active',
     createdAt: row.createdAt.toISOString(),
     lastUsedAt: iso(row.lastUsedAt),

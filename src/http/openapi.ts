@@ -1,5 +1,6 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { isOperationName, permissionCases, permissionSentence } from '../domain/operations.js';
 
 /**
  * The document-level parts of the OpenAPI document served at /api/v1/openapi.json (the operations come from the
@@ -23,6 +24,11 @@ export const OPENAPI_TAGS = [
     name: 'Bulk jobs',
     description:
       'One change across up to 100,000 contracts: previewed contract by contract with the next order totals before and after, then run on the same contracts, each changed at most once, one job per shop at a time.',
+  },
+  {
+    name: 'API keys',
+    description:
+      'The calling key itself. Every operation needs one permission of the key (contracts, billing, webhooks, bulk_jobs: none, read or write), named in its x-svc-permissions; GET /key needs none.',
   },
   {
     name: 'Renewals',
@@ -90,8 +96,33 @@ export function transformObject(documentObject: Parameters<typeof jsonSchemaTran
       } else visit(value);
     }
   };
+  withPermissions(doc as { paths?: Record<string, Record<string, unknown>> });
   // Everything but the schemas themselves (paths, webhooks, other components) is a root of what is used.
   visit({ ...doc, components: { ...doc.components, schemas: undefined } });
   doc.components!.schemas = Object.fromEntries(Object.entries(schemas).filter(([id]) => used.has(id)));
   return doc;
+}
+
+/** An operation of the document, as far as it is read here. */
+type OperationObject = { operationId?: string; description?: string; [extension: `x-${string}`]: unknown };
+
+/**
+ * Every operation says what permission of the key it needs, from the one table authorization reads
+ * (domain/operations.ts): a sentence at the end of its description, and `x-svc-permissions`, a list of cases, each
+ * `{ needs: [{ resource, level }], when? }` (`when`: which bodies, for an operation whose body decides, such as an
+ * action). A key must hold every permission of its request's case (docs/keys-and-permissions.md).
+ */
+function withPermissions(doc: { paths?: Record<string, Record<string, unknown>> }): void {
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(item) as OperationObject[]) {
+      if (!op || typeof op !== 'object' || !op.operationId || !isOperationName(op.operationId)) continue;
+      const name = op.operationId;
+      op['x-svc-permissions'] = permissionCases(name).map((c) => ({
+        ...(c.when !== undefined && { when: c.when }),
+        needs: c.needs.map((n) => ({ resource: n.resource, level: n.level })),
+      }));
+      const sentence = permissionSentence(name);
+      if (!op.description?.endsWith(sentence)) op.description = op.description ? `${op.description} ${sentence}` : sentence;
+    }
+  }
 }

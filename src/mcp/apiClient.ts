@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS, ServiceError, type ErrorCode, type ErrorDetail } from '../domain/errors.js';
+import type { CurrentKey } from '../domain/resources.js';
 import type { ContractOperations } from './operations.js';
 
 /** A refusal from the HTTP API, as its envelope said it: code, message, details and the API's request id. */
@@ -36,7 +37,7 @@ export function httpOperations(
   apiKey: string,
   fetchImpl: typeof fetch = fetch,
   opts: { retryDelayMs?: number } = {},
-): ContractOperations & { probe(): Promise<void> } {
+): ContractOperations & { currentKey(): Promise<CurrentKey> } {
   const base = baseUrl.replace(/\/+$/, '');
   const retryDelayMs = opts.retryDelayMs ?? RETRY_DELAY_MS;
 
@@ -103,10 +104,8 @@ export function httpOperations(
   const contract = (id: string) => `/api/v1/subscription-contracts/${encodeURIComponent(id)}`;
 
   return {
-    /** The cheapest authenticated request: tells at startup whether the key is accepted. */
-    probe: async () => {
-      await call('GET', `/api/v1/subscription-contracts${query({ limit: 1 })}`);
-    },
+    /** What the key is (GET /api/v1/key, which any key may call): whether it is accepted, and what it may do. */
+    currentKey: async () => (await call<{ key: CurrentKey }>('GET', '/api/v1/key')).key,
     getContract: async (id) => (await call<{ contract: never }>('GET', contract(id))).contract,
     listContracts: ({ status, limit, cursor }) => call('GET', `/api/v1/subscription-contracts${query({ status, limit, cursor })}`),
     actOnContract: async (id, body) => (await call<{ contract: never }>('POST', `${contract(id)}/actions`, body)).contract,

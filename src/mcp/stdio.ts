@@ -5,7 +5,8 @@ import type { Readable, Writable } from 'node:stream';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { isWellFormedKey, mentionsKey } from '../domain/keys.js';
 import { httpOperations } from './apiClient.js';
-import { answer, readMessage, type Exchange } from './dispatch.js';
+import { RESOURCES } from '../domain/permissions.js';
+import { answer, readMessage, type Exchange, type McpMessage } from './dispatch.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000';
 
@@ -58,7 +59,9 @@ export async function runMcpStdio(
 
   const ops = httpOperations(baseUrl, key);
   try {
-    await ops.probe();
+    const me = await ops.currentKey();
+    const can = RESOURCES.filter((r) => me.permissions[r] !== 'none').map((r) => `${r}: ${me.permissions[r]}`);
+    io.err(`svc mcp-stdio: key ${me.name ? `"${me.name}" ` : ''}(fingerprint ${me.fingerprint}) of ${me.shop.domain}: ${can.length ? can.join(', ') : 'no permissions'}.`);
   } catch (err) {
     const e = err instanceof ServiceError ? err : new ServiceError('internal_error', MESSAGES.internal);
     if (e.code === 'unauthorized' || e.code === 'plan_required' || e.code === 'app_not_installed') {
@@ -75,8 +78,14 @@ export async function runMcpStdio(
     return new ServiceError('internal_error', MESSAGES.internal);
   };
   // Each message gets an id of its own for errors raised here (the API unreachable): refusals from the API keep the
-  // API's request id, the one its logs know. The key's access is the API's to check: every tool is listed.
-  const exchange = (): Exchange => ({ ops, toServiceError, requestId: `stdio-${randomUUID()}` });
+  // API's request id, the one its logs know. tools/list offers the tools the key may call as the API says it now
+  // (its permissions may have changed since the start); when the API cannot say, every tool, and each call is the
+  // API's to judge.
+  const exchange = async (message: McpMessage): Promise<Exchange> => {
+    const listing = message.kind === 'request' && message.method === 'tools/list';
+    const permissions = listing ? await ops.currentKey().then((k) => k.permissions, () => undefined) : undefined;
+    return { ops, toServiceError, requestId: `stdio-${randomUUID()}`, permissions };
+  };
 
   // The stdio transport of MCP: one JSON-RPC message per line each way. Messages are answered as they come, each
   // answer written when it is ready, as the SDK's server does.
@@ -94,7 +103,8 @@ export async function runMcpStdio(
       io.err('svc mcp-stdio: ignored a line that is not a JSON-RPC 2.0 message.');
       return;
     }
-    const answering = answer(message, exchange()).then((json) => {
+    const received = message;
+    const answering = exchange(received).then((x) => answer(received, x)).then((json) => {
       if (json !== null) streams.stdout.write(`${json}\n`);
     });
     underway.add(answering);

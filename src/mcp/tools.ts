@@ -237,7 +237,8 @@ const bulkTools: ToolDefinition[] = [
     }),
     // It changes nothing but makes a preview job (which expires by itself): not read-only in the protocol's sense.
     annotations: write('Preview a change across many contracts', { destructive: false, idempotent: false }),
-    needs: op('createBulkJob').filter((n) => n.resource === 'bulk_jobs'),
+    // Every change a job can make writes contracts (a job never bills): what making one needs, whatever the change.
+    needs: op('createBulkJob'),
     readsContractFirst: false,
     run: async (ops, args) => {
       let job = await ops.createBulkPreview({ selector: args.selector, change: args.change });

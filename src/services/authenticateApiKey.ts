@@ -4,7 +4,7 @@ import { keyRows } from '../db/keyRows.js';
 import { apiKeys } from '../db/schema.js';
 import { MESSAGES, ServiceError } from '../domain/errors.js';
 import { fingerprintOf, isWellFormedKey, keyDigest } from '../domain/keys.js';
-import { PRESETS, permissionsFrom, type Permissions } from '../domain/permissions.js';
+import { keyPermissions, type Permissions } from '../domain/permissions.js';
 import type { ServiceCall, ServiceContext } from './context.js';
 import { shopApiAccess } from './shops.js';
 
@@ -16,8 +16,7 @@ export type KnownKey = { keyId: string; shopId: string; fingerprint: string; dig
 
 /** A key's permissions as its state has them now: the stored ones, or the preset its `access` names. */
 export function permissionsOfState(state: Pick<KeyState, 'access' | 'permissions'>): Permissions {
-  const preset = PRESETS[state.access === 'read_only' ? 'read_only' : 'read_write'];
-  return state.permissions == null ? preset : permissionsFrom(state.permissions, preset);
+  return keyPermissions(state);
 }
 
 /** last_used_at is refreshed at most this often per key, so a busy key does not write on every request. */

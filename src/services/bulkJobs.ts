@@ -174,7 +174,7 @@ export async function startBulkJob(ctx: ServiceContext, principal: ShopPrincipal
   const job = await ctx.db.transaction(async (run) => {
     const row = await ownJob(run, principal, jobId, true);
     // What the job changes needs its write permission, as making it did.
-    for (const n of bulkChangeNeeds(row.change)) assertAllows(principal.permissions, n, principal.who);
+    assertAllows(principal.permissions, bulkChangeNeeds(row.change), principal.who);
     if (row.status !== 'previewed') throw notNow('start', row, 'previewed');
     await resetItems(run, row.id);
     await run(`UPDATE bulk_jobs SET status = 'queued', expires_at = NULL, final_counts = NULL, final_totals = NULL WHERE id = $1`, [row.id]);

@@ -53,7 +53,7 @@ export interface Caller {
   /** Resolves the principal (from `state` when a first read carried it, else by one read), once; throws the refusal. */
   resolve(ctx: ServiceContext, state?: KeyState): Promise<ShopPrincipal>;
   /**
-   * The principal: resolved, then `needs` checked (403 insufficient_scope naming the first missing), then admitted
+   * The principal: resolved, then `needs` checked (403 insufficient_scope naming every one missing), then admitted
    * once (the surface's rate limit), in the order of docs/product.md §2. Throws the refusal.
    */
   principal(ctx: ServiceContext, needs: readonly Permission[], state?: KeyState): Promise<ShopPrincipal>;
@@ -94,7 +94,7 @@ class RequestCaller implements Caller {
 
   async principal(ctx: ServiceContext, needs: readonly Permission[], state?: KeyState): Promise<ShopPrincipal> {
     const p = await this.resolve(ctx, state);
-    for (const n of needs) assertAllows(p.permissions, n, p.who);
+    assertAllows(p.permissions, needs, p.who);
     if (this.admission) await (this.#admitting ??= this.admission(p));
     this.#settled = true;
     return p;

@@ -291,6 +291,81 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     }
   });
 
+  it('a custom key: chosen in the table, listed with what it holds, edited from its row; the API follows at once (1280 and 375 px)', async () => {
+    for (const [width, height] of [[1280, 800], [375, 812]]) {
+      const { domain, shopId } = await shopOn('enterprise');
+      const [contract] = await s.t.seed(shopId, 1);
+      const t = await tab({ width, height });
+      const { page } = t;
+      await open(t, domain);
+      await page.getByText('0 of 5 active').waitFor();
+      await page.getByRole('button', { name: 'Generate key' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('heading', { name: 'Generate API key' }).waitFor();
+      await dialog.getByLabel('Key name (optional)').fill('Dunning');
+      // No table until Custom is chosen; then it starts from the preset that was chosen (every resource at Write).
+      expect(await dialog.getByRole('table').count()).toBe(0);
+      await dialog.getByText('Custom', { exact: true }).click();
+      const table = dialog.getByRole('table', { name: 'Permissions per resource' });
+      await table.waitFor();
+      for (const r of ['Contracts', 'Billing', 'Webhooks', 'Bulk jobs']) expect(await table.getByRole('radio', { name: `${r}: Write` }).isChecked()).toBe(true);
+      await table.getByRole('radio', { name: 'Contracts: Read' }).check({ force: true });
+      await table.getByRole('radio', { name: 'Bulk jobs: None' }).check({ force: true });
+      // Each row is a radio group: the arrow keys move within it (Webhooks: Write → Read → None), and only there.
+      await table.getByRole('radio', { name: 'Webhooks: Write' }).focus();
+      await page.keyboard.press('ArrowLeft');
+      await page.keyboard.press('ArrowLeft');
+      expect(await table.getByRole('radio', { name: 'Webhooks: None' }).isChecked()).toBe(true);
+      expect(await table.getByRole('radio', { name: 'Billing: Write' }).isChecked()).toBe(true);
+      expect(await table.getByRole('radio', { name: 'Contracts: Read' }).isChecked()).toBe(true);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      await screenshot(page, `api-generate-custom-${width}`);
+      await dialog.getByRole('button', { name: 'Generate key' }).click();
+      await dialog.getByText('This key will not be shown again').waitFor();
+      const secret = await dialog.getByRole('textbox').inputValue();
+      await dialog.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+
+      // Listed as Custom with what it holds; the API judges it by exactly that.
+      const keys = page.locator('.Polaris-IndexTable');
+      await keys.getByText('Custom', { exact: true }).waitFor();
+      await keys.getByText(width < 1280 ? 'Contracts: Read · Billing: Write' : 'Billing: Write', { exact: true }).waitFor();
+      await screenshot(page, `api-custom-listed-${width}`);
+      const me = await fetch(`${s.base}/api/v1/key`, { headers: { authorization: `Bearer ${secret}` } });
+      expect((await me.json()).key).toMatchObject({ name: 'Dunning', access: 'custom', permissions: { contracts: 'read', billing: 'write', webhooks: 'none', bulk_jobs: 'none' } });
+      const pause = () =>
+        fetch(`${s.base}/api/v1/subscription-contracts/${contract.id}/actions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ action: 'pause' }),
+        });
+      const refused = await pause();
+      expect(refused.status).toBe(403);
+      expect((await refused.json()).error).toMatchObject({ code: 'insufficient_scope', message: expect.stringContaining('contracts: write') });
+
+      // Edit permissions: the same choices, starting from the key's own; back to the preset Read and write.
+      const edit = page.getByRole('button', { name: 'Edit permissions of Dunning' });
+      await edit.click();
+      const editor = page.getByRole('dialog');
+      await editor.getByRole('heading', { name: 'Permissions of Dunning' }).waitFor();
+      expect(await editor.getByLabel('Custom').isChecked()).toBe(true);
+      expect(await editor.getByRole('radio', { name: 'Billing: Write' }).isChecked()).toBe(true);
+      expect(await editor.getByRole('button', { name: 'Save permissions' }).isDisabled()).toBe(true);
+      await editor.getByText('Read and write', { exact: true }).click();
+      await screenshot(page, `api-edit-permissions-${width}`);
+      await editor.getByRole('button', { name: 'Save permissions' }).click();
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+      await page.getByText('Permissions of Dunning changed').waitFor();
+      await keys.getByText('Read and write', { exact: true }).waitFor();
+      expect(await keys.getByText('Custom', { exact: true }).count()).toBe(0);
+      await expect.poll(() => edit.evaluate((el) => el === document.activeElement)).toBe(true);
+      // The very next request is judged by the new permissions.
+      expect((await pause()).status).toBe(200);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      afterEach();
+    }
+  });
+
   // The README's picture of the page: an artifact every run; copied to docs/ with UPDATE_DOCS_SCREENSHOT=1.
   it('renders the README screenshot of a shop with active and revoked keys', async () => {
     const domain = 'my-shop.myshopify.com';
@@ -315,12 +390,15 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     const old = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Old staging server (eu-west)' } });
     await revokeKey({ ctx: s.t.ctx, input: { shopId, keyId: old.key.id } });
     await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Claude Code', access: 'read_only' } });
+    // A custom key: its permissions listed a resource a line, the tallest cell.
+    await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Dunning', permissions: { contracts: 'read', billing: 'write', webhooks: 'read', bulk_jobs: 'read' } } });
     const erp = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'ERP sync' } });
     expect((await callApi(erp.secret)).status).toBe(200);
     for (const [width, height] of [[1280, 800], [375, 812]]) {
       const t = await tab({ width, height });
       await open(t, domain);
-      await t.page.getByText('2 of 5 active').waitFor();
+      await t.page.getByText('3 of 5 active').waitFor();
+      await t.page.getByRole('button', { name: 'Edit permissions of Dunning' }).waitFor();
       await t.page.getByRole('button', { name: 'Revoke ERP sync' }).waitFor();
       // At a laptop's width even Revoke, the last column, is in sight without scrolling the table.
       await expectNoClippedTables(t.page, { scrolling: width < 1280, where: `the keys table at ${width} px` });

@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { createLogger } from '../../src/http/logging.js';
+import type { Permissions } from '../../src/domain/permissions.js';
 import type { KeyAccess } from '../../src/domain/resources.js';
 import { systemResolve, type AddressPolicy } from '../../src/webhooks/addressGuard.js';
 import { createServiceContext, type Clock, type ServiceContext } from '../../src/services/context.js';
@@ -50,8 +51,14 @@ export type TestApp = {
   logs: string[];
   inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
   sessionToken(shop: string, opts?: { ttlSeconds?: number }): Promise<string>;
-  /** A shop on `plan` with a fresh key (read-write unless `access` says otherwise): { shopId, domain, key, fingerprint }. */
-  shopWithKey(plan?: string, opts?: { access?: KeyAccess }): Promise<{ shopId: string; domain: string; key: string; fingerprint: string }>;
+  /**
+   * A shop on `plan` with a fresh key (read-write unless `access` or `permissions` says otherwise):
+   * { shopId, domain, key, keyId, fingerprint }.
+   */
+  shopWithKey(
+    plan?: string,
+    opts?: { access?: KeyAccess; permissions?: Permissions },
+  ): Promise<{ shopId: string; domain: string; key: string; keyId: string; fingerprint: string }>;
   seed(shopId: string, count: number): Promise<{ id: string }[]>;
   close(): Promise<void>;
 };
@@ -112,9 +119,9 @@ export async function startTestApp(
     async shopWithKey(plan = 'enterprise', o = {}) {
       const domain = uniqueShop();
       const shop = await setShopPlan({ ctx, input: { domain, plan: 'enterprise' } });
-      const { key, secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'test', access: o.access } });
+      const { key, secret } = await generateKey({ ctx, input: { shopId: shop.id, name: 'test', access: o.access, permissions: o.permissions } });
       if (plan !== 'enterprise') await setShopPlan({ ctx, input: { domain, plan } });
-      return { shopId: shop.id, domain, key: secret, fingerprint: key.fingerprint };
+      return { shopId: shop.id, domain, key: secret, keyId: key.id, fingerprint: key.fingerprint };
     },
     seed: (shopId, count) => seedContracts({ ctx, input: { shopId, count } }),
     async close() {

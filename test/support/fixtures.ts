@@ -106,3 +106,29 @@ export function keyFragments(key: string, width = 8): string[] {
   const r = randomPart(key);
   return Array.from({ length: r.length - width + 1 }, (_, i) => r.slice(i, i + width));
 }
+
+/** Every table a request of the API or MCP could change (the request log and the keys' last use aside). */
+const CHANGEABLE_TABLES = [
+  'subscription_contracts',
+  'contract_events',
+  'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_attempts',
+  'bulk_jobs',
+  'bulk_job_items',
+  'billing_attempts',
+  'billing_policies',
+  'idempotency_keys',
+  'discount_codes',
+  'catalog_variants',
+];
+
+/** A digest of each of those tables' rows: equal before and after a request that changed nothing. */
+export async function tableDigests(t: TestApp): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const table of CHANGEABLE_TABLES) {
+    const [{ digest }] = await sql<{ digest: string }>(t, `SELECT md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS digest FROM ${table} x`);
+    out[table] = digest;
+  }
+  return out;
+}

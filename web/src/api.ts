@@ -20,12 +20,19 @@ export type ImportProgress = {
   error: string | null;
 };
 export type PlatformInfo = { mode: 'standalone' | 'shopify'; import: ImportProgress | null; canUpgrade: boolean };
+/** The two presets of a key's permissions. */
 export type KeyAccess = 'read_write' | 'read_only';
+/** What a key may do, per resource (docs/keys-and-permissions.md): as the public API shows it for GET /key. */
+export type Permissions = components['schemas']['Permissions'];
+export type Resource = keyof Permissions;
+export type Level = Permissions[Resource];
 export type ApiKey = {
   id: string;
   name: string | null;
   fingerprint: string;
-  access: KeyAccess;
+  /** The preset its permissions equal, or custom. */
+  access: KeyAccess | 'custom';
+  permissions: Permissions;
   status: 'active' | 'revoked';
   createdAt: string;
   lastUsedAt: string | null;
@@ -171,8 +178,11 @@ export type AdminApi = {
   /** Platform mode: what became of the subscription the merchant comes back from (`charge_id`). */
   upgradeOutcome(chargeId: string): Promise<{ status: string; plan: string }>;
   keys(): Promise<KeyList>;
-  generateKey(name: string | null, access: KeyAccess): Promise<{ key: ApiKey; secret: string }>;
+  /** A preset (`access`) or one level per resource (`permissions`). */
+  generateKey(name: string | null, grant: { access: KeyAccess } | { permissions: Permissions }): Promise<{ key: ApiKey; secret: string }>;
   revokeKey(id: string): Promise<{ key: ApiKey }>;
+  /** In effect at once, for the key's very next request. */
+  updateKeyPermissions(id: string, permissions: Permissions): Promise<{ key: ApiKey }>;
   /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by status, by billing status. */
   contracts(q: { query?: string; status?: ContractStatus; billingStatus?: BillingStatus[]; cursor?: string; limit?: number }): Promise<ContractPage>;
   contract(id: string): Promise<ContractDetail>;
@@ -250,8 +260,9 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     upgrade: () => call('POST', '/billing/upgrade', {}),
     upgradeOutcome: (chargeId) => call('GET', `/billing/upgrade/${encodeURIComponent(chargeId)}`),
     keys: () => call('GET', '/keys'),
-    generateKey: (name, access) => call('POST', '/keys', name ? { name, access } : { access }),
+    generateKey: (name, grant) => call('POST', '/keys', name ? { name, ...grant } : grant),
     revokeKey: (id) => call('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+    updateKeyPermissions: (id, permissions) => call('PATCH', `/keys/${encodeURIComponent(id)}`, { permissions }),
     contracts: (q) => {
       const params = new URLSearchParams();
       if (q.query) params.set('query', q.query);

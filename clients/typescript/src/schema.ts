@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List subscription contracts
-         * @description Contracts of the key's shop in id order, optionally filtered (status, billingStatus, customer, variant, next billing dates; the filters AND together), paged with a cursor.
+         * @description Contracts of the key's shop in id order, optionally filtered (status, billingStatus, customer, variant, next billing dates; the filters AND together), paged with a cursor. Key permission needed: `contracts: read`.
          */
         get: operations["listSubscriptionContracts"];
         put?: never;
@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Get a subscription contract
-         * @description One contract of the key's shop: status, customer, billing policy, next billing date, lines, pause and cancellation details.
+         * @description One contract of the key's shop: status, customer, billing policy, next billing date, lines, pause and cancellation details. Key permission needed: `contracts: read`.
          */
         get: operations["getSubscriptionContract"];
         put?: never;
@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * List a contract's events
-         * @description What happened to the contract, newest first, with who did it (API key fingerprint, MCP, scheduler, admin).
+         * @description What happened to the contract, newest first, with who did it (API key fingerprint, MCP, scheduler, admin). Key permission needed: `contracts: read`.
          */
         get: operations["listContractEvents"];
         put?: never;
@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Act on a subscription contract
-         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending; within 24 hours of a bill_now that succeeded it is refused with 409 recently_billed unless the body says "again": true). Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits its outcome they are refused with 409 billing_in_progress.
+         * @description pause (optional resumeAt), resume, cancel (optional reason), skip (the next order), reschedule (nextBillingDate), bill_now (bill the current cycle now; the answer carries the billing attempt, usually pending; within 24 hours of a bill_now that succeeded it is refused with 409 recently_billed unless the body says "again": true). Returns the contract after the action. Actions on one contract are serialised; while a billing attempt awaits its outcome they are refused with 409 billing_in_progress. Key permission needed: `contracts: write` for action pause, resume, cancel, skip or reschedule; `billing: write` for action bill_now.
          */
         post: operations["actOnSubscriptionContract"];
         delete?: never;
@@ -95,7 +95,7 @@ export interface paths {
         put?: never;
         /**
          * Edit a subscription contract
-         * @description Change lines (set_quantity, swap_variant, add_line, remove_line), the frequency (set_frequency), the shipping address (set_shipping_address) and discounts (apply_discount_code, remove_discount). Operations apply in order, all or nothing. With "preview": true the contract is returned exactly as it would be, with its totals, and nothing changes anywhere. Allowed from ACTIVE and PAUSED.
+         * @description Change lines (set_quantity, swap_variant, add_line, remove_line), the frequency (set_frequency), the shipping address (set_shipping_address) and discounts (apply_discount_code, remove_discount). Operations apply in order, all or nothing. With "preview": true the contract is returned exactly as it would be, with its totals, and nothing changes anywhere. Allowed from ACTIVE and PAUSED. Key permission needed: `contracts: write`.
          */
         post: operations["editSubscriptionContract"];
         delete?: never;
@@ -113,13 +113,13 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description The shop's endpoints (at most 10), oldest first. Secrets are not listed.
+         * @description The shop's endpoints (at most 10), oldest first. Secrets are not listed. Key permission needed: `webhooks: read`.
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Add a webhook endpoint
-         * @description svc POSTs every contract event the endpoint subscribes to, signed with Standard Webhooks. The secret is in this response.
+         * @description svc POSTs every contract event the endpoint subscribes to, signed with Standard Webhooks. The secret is in this response. Key permission needed: `webhooks: write`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -137,21 +137,21 @@ export interface paths {
         };
         /**
          * Get a webhook endpoint
-         * @description One endpoint of the shop.
+         * @description One endpoint of the shop. Key permission needed: `webhooks: read`.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Nothing more is sent to it; its delivery log goes with it.
+         * @description Nothing more is sent to it; its delivery log goes with it. Key permission needed: `webhooks: write`.
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Its url, description, events, or status. Enabling a disabled endpoint says how many deliveries failed meanwhile (resendable).
+         * @description Its url, description, events, or status. Enabling a disabled endpoint says how many deliveries failed meanwhile (resendable). Key permission needed: `webhooks: write`.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -167,7 +167,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Queues a test delivery of any event type (test: true), signed and logged like any other.
+         * @description Queues a test delivery of any event type (test: true), signed and logged like any other. Key permission needed: `webhooks: write`.
          */
         post: operations["sendTestWebhook"];
         delete?: never;
@@ -187,7 +187,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret
-         * @description A new secret; the previous one keeps signing beside it for 24 hours, so receivers switch without a gap.
+         * @description A new secret; the previous one keeps signing beside it for 24 hours, so receivers switch without a gap. Key permission needed: `webhooks: write`.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * List an endpoint's deliveries
-         * @description The delivery log (30 days), newest first: every attempt with its time, status, duration, error and the first 4 KB of the response.
+         * @description The delivery log (30 days), newest first: every attempt with its time, status, duration, error and the first 4 KB of the response. Key permission needed: `webhooks: read`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Resend a delivery
-         * @description Sends it again now, with the same webhook-id, whatever came of it before.
+         * @description Sends it again now, with the same webhook-id, whatever came of it before. Key permission needed: `webhooks: write`.
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -247,7 +247,7 @@ export interface paths {
         put?: never;
         /**
          * Resend failed deliveries
-         * @description Sends again every delivery to this endpoint that failed from `since` on (what failed while it was failing).
+         * @description Sends again every delivery to this endpoint that failed from `since` on (what failed while it was failing). Key permission needed: `webhooks: write`.
          */
         post: operations["resendFailedWebhookDeliveries"];
         delete?: never;
@@ -265,7 +265,7 @@ export interface paths {
         };
         /**
          * List a contract's billing attempts
-         * @description Every billing attempt of the contract, newest first: its cycle, number, trigger, status and outcome (the order, or the error).
+         * @description Every billing attempt of the contract, newest first: its cycle, number, trigger, status and outcome (the order, or the error). Key permission needed: `billing: read`.
          */
         get: operations["listContractBillingAttempts"];
         put?: never;
@@ -285,7 +285,7 @@ export interface paths {
         };
         /**
          * List the shop's billing attempts
-         * @description The shop's billing attempts, newest first, optionally only those with one status or created since a moment.
+         * @description The shop's billing attempts, newest first, optionally only those with one status or created since a moment. Key permission needed: `billing: read`.
          */
         get: operations["listBillingAttempts"];
         put?: never;
@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Get a contract's upcoming renewals
-         * @description The next renewals as svc will make them: dates, what each delivers and bills. None for a cancelled, expired or failed contract, or one paused with no resume date; from the resume date for one paused until then.
+         * @description The next renewals as svc will make them: dates, what each delivers and bills. None for a cancelled, expired or failed contract, or one paused with no resume date; from the resume date for one paused until then. Key permission needed: `billing: read`.
          */
         get: operations["getUpcomingRenewals"];
         put?: never;
@@ -325,7 +325,7 @@ export interface paths {
         };
         /**
          * Get the shop's billing policy
-         * @description How svc recovers a failed payment: the waits before each payment retry, how out-of-stock failures are retried, and what happens to the contract after the last failure. The merchant sets it in Settings → Billing.
+         * @description How svc recovers a failed payment: the waits before each payment retry, how out-of-stock failures are retried, and what happens to the contract after the last failure. The merchant sets it in Settings → Billing. Key permission needed: `billing: read`.
          */
         get: operations["getBillingPolicy"];
         put?: never;
@@ -345,13 +345,13 @@ export interface paths {
         };
         /**
          * List bulk jobs
-         * @description The shop's bulk jobs, newest first, optionally of some statuses (repeat status), paged.
+         * @description The shop's bulk jobs, newest first, optionally of some statuses (repeat status), paged. Key permission needed: `bulk_jobs: read`.
          */
         get: operations["listBulkJobs"];
         put?: never;
         /**
          * Make a bulk job
-         * @description One change (an action but bill_now, or edit operations naming lines by variant) across the contracts a selector matches (up to 100,000: by ids, or by filter), fixed now. With "preview": true every contract is decided and nothing changes anywhere: read the results, then start it. Otherwise it is queued and runs, one job per shop at a time. Each contract is changed at most once, with its usual event (actor bulk_job) and webhooks.
+         * @description One change (an action but bill_now, or edit operations naming lines by variant) across the contracts a selector matches (up to 100,000: by ids, or by filter), fixed now. With "preview": true every contract is decided and nothing changes anywhere: read the results, then start it. Otherwise it is queued and runs, one job per shop at a time. Each contract is changed at most once, with its usual event (actor bulk_job) and webhooks. Key permission needed: `bulk_jobs: write` and `contracts: write`.
          */
         post: operations["createBulkJob"];
         delete?: never;
@@ -369,7 +369,7 @@ export interface paths {
         };
         /**
          * Get a bulk job
-         * @description Its status, counts (they always add up to matched) and totals.
+         * @description Its status, counts (they always add up to matched) and totals. Key permission needed: `bulk_jobs: read`.
          */
         get: operations["getBulkJob"];
         put?: never;
@@ -389,7 +389,7 @@ export interface paths {
         };
         /**
          * List a bulk job's results
-         * @description Each contract's outcome in contract id order: pending, succeeded (in a preview: would), failed or skipped, with why, and its next order total before and after. With Accept: text/csv, every result in one CSV download (contractId,status,code,message,totalBefore,totalAfter,currencyCode).
+         * @description Each contract's outcome in contract id order: pending, succeeded (in a preview: would), failed or skipped, with why, and its next order total before and after. With Accept: text/csv, every result in one CSV download (contractId,status,code,message,totalBefore,totalAfter,currencyCode). Key permission needed: `bulk_jobs: read`.
          */
         get: operations["listBulkJobResults"];
         put?: never;
@@ -411,7 +411,7 @@ export interface paths {
         put?: never;
         /**
          * Start a previewed bulk job
-         * @description Runs the previewed change on the same contracts, each decided again at its turn (as it then is). Only from previewed.
+         * @description Runs the previewed change on the same contracts, each decided again at its turn (as it then is). Only from previewed. Key permission needed: `bulk_jobs: write` and `contracts: write`.
          */
         post: operations["startBulkJob"];
         delete?: never;
@@ -431,9 +431,29 @@ export interface paths {
         put?: never;
         /**
          * Cancel a bulk job
-         * @description A previewing, previewed (discarding the preview), queued or running job: contracts not yet done are skipped (job_cancelled); those done stay done.
+         * @description A previewing, previewed (discarding the preview), queued or running job: contracts not yet done are skipped (job_cancelled); those done stay done. Key permission needed: `bulk_jobs: write`.
          */
         post: operations["cancelBulkJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the calling API key
+         * @description What the key in the Authorization header is: its id, name, fingerprint, permissions (and the preset they equal, or custom) and shop: check a key, and learn what it may do, without trying an operation. Key permission needed: none; any key may call it.
+         */
+        get: operations["getCurrentKey"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -667,6 +687,17 @@ export interface components {
             change: components["schemas"]["BulkChangeInput"];
             /** @description true: decide every contract and change nothing; start it afterwards to run that same change on the same contracts. */
             preview?: boolean;
+        };
+        /** @description What the key may do, per resource: none, read or write (write includes read). contracts: contracts and their events (write: actions but bill_now, edits); billing: attempts, upcoming renewals, the billing policy (write: bill_now); webhooks: endpoints and deliveries; bulk_jobs: bulk jobs (write also needs the write permission of what a job changes). */
+        Permissions: {
+            /** @enum {string} */
+            contracts: "none" | "read" | "write";
+            /** @enum {string} */
+            billing: "none" | "read" | "write";
+            /** @enum {string} */
+            webhooks: "none" | "read" | "write";
+            /** @enum {string} */
+            bulk_jobs: "none" | "read" | "write";
         };
         Money: {
             /** @example 24.00 */
@@ -922,6 +953,24 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        CurrentKey: {
+            /** @description The key's id (as the app's Settings → API lists it). */
+            id: string;
+            name: string | null;
+            /** @description First 12 hex characters of the SHA-256 digest of the key: `printf %s "$KEY" | sha256sum`. */
+            fingerprint: string;
+            /**
+             * @description The preset the key's permissions equal (read_write: write on every resource; read_only: read on every resource), or custom.
+             * @enum {string}
+             */
+            access: "read_write" | "read_only" | "custom";
+            permissions: components["schemas"]["Permissions"];
+            /** @description The one shop the key belongs to. */
+            shop: {
+                /** @example my-shop.myshopify.com */
+                domain: string;
+            };
+        };
         Error: {
             error: {
                 code: string;
@@ -1068,7 +1117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1147,7 +1196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1241,7 +1290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1371,7 +1420,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1518,7 +1567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1648,7 +1697,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1745,7 +1794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1869,7 +1918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1953,7 +2002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2096,7 +2145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2234,7 +2283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2363,7 +2412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2493,7 +2542,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2586,7 +2635,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2720,7 +2769,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2850,7 +2899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2945,7 +2994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3036,7 +3085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3119,7 +3168,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3203,7 +3252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3286,7 +3335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3410,7 +3459,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3506,7 +3555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3601,7 +3650,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3723,7 +3772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed */
+            /** @description plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed (platform mode: the shop uninstalled the app) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3761,6 +3810,82 @@ export interface operations {
             };
             /** @description idempotency_key_reused */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCurrentKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calling key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        key: components["schemas"]["CurrentKey"];
+                    };
+                };
+            };
+            /** @description invalid_request (bad input) or key_in_url (a key in the URL) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,12 +6,14 @@ import { mentionsKey } from '../../domain/keys.js';
 import { ServiceError } from '../../domain/errors.js';
 import { StoredText } from '../../domain/text.js';
 import { MAX_WEBHOOK_ENDPOINTS } from '../../domain/webhooks.js';
+import { PermissionsSchema } from '../../domain/permissions.js';
 import { ApiKey, KeyAccess } from '../../domain/resources.js';
 import { adminPrincipal, type ShopPrincipal } from '../../services/principal.js';
 import type { ServiceContext } from '../../services/context.js';
 import { generateKey } from '../../services/generateKey.js';
 import { listKeys } from '../../services/listKeys.js';
 import { revokeKey } from '../../services/revokeKey.js';
+import { updateKeyPermissions } from '../../services/updateKeyPermissions.js';
 import { bearerToken } from '../../services/authenticateApiKey.js';
 import { verifySessionToken, type AppCredentials } from '../../services/sessionTokens.js';
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
@@ -151,7 +153,8 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     schema: {
       tags,
       // The body is optional (a bare POST generates an unnamed key); Fastify hands a missing body over as null.
-      body: z.strictObject({ name: StoredText(100).nullable().optional(), access: KeyAccess.optional() }).nullish(),
+      // A preset (access) or one level per resource (permissions), not both (the service refuses both: 400).
+      body: z.strictObject({ name: StoredText(100).nullable().optional(), access: KeyAccess.optional(), permissions: PermissionsSchema.optional() }).nullish(),
       response: {
         201: z.object({ key: ApiKey, secret: z.string().describe('The raw key. Sent this once and never again.') }),
         ...adminErrors,
@@ -160,7 +163,10 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       },
     },
     handler: async (req, reply) => {
-      const created = await generateKey({ ctx, input: { shopId: shopId(req), name: req.body?.name, access: req.body?.access } });
+      const created = await generateKey({
+        ctx,
+        input: { shopId: shopId(req), name: req.body?.name, access: req.body?.access, permissions: req.body?.permissions },
+      });
       // The secret must not linger in any cache between here and the merchant's screen.
       reply.header('cache-control', 'no-store');
       return reply.code(201).send(created);
@@ -170,6 +176,17 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   r.post('/keys/:id/revoke', {
     schema: { tags, params: z.strictObject({ id: z.string().max(100) }), response: { 200: z.object({ key: ApiKey }), ...adminErrors } },
     handler: async (req) => ({ key: await revokeKey({ ctx, input: { shopId: shopId(req), keyId: req.params.id } }) }),
+  });
+
+  // A key's permissions, changed: in effect from the next request on every instance, as a revocation is.
+  r.patch('/keys/:id', {
+    schema: {
+      tags,
+      params: z.strictObject({ id: z.string().max(100) }),
+      body: z.strictObject({ permissions: PermissionsSchema }),
+      response: { 200: z.object({ key: ApiKey }), ...adminErrors, 409: err('invalid_state: the key is revoked') },
+    },
+    handler: async (req) => ({ key: await updateKeyPermissions({ ctx, input: { shopId: shopId(req), keyId: req.params.id, permissions: req.body.permissions } }) }),
   });
 
   adminContractRoutes(app, ctx, principal);

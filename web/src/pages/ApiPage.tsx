@@ -21,6 +21,7 @@ import { useAdminApi } from '../context';
 import { formatDate } from '../format';
 import { ROUTES } from '../router';
 import { AccessState } from './AccessState';
+import { EditPermissionsModal } from './EditPermissionsModal';
 import { GenerateKeyModal } from './GenerateKeyModal';
 import { keyLabel } from './keyLabel';
 import { KeysTable } from './KeysTable';
@@ -39,6 +40,8 @@ export function ApiPage() {
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [generating, setGenerating] = useState(false);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [editing, setEditing] = useState<ApiKey | null>(null);
+  const editReturn = useRef<HTMLElement | null>(null);
   const [toast, setToast] = useState<string | null>(null);
   // Focus returns from the generate dialog to the button, or to the reason it became disabled (the 5th key).
   const generateReturn = useRef<HTMLElement | null>(null);
@@ -122,6 +125,18 @@ export function ApiPage() {
     setRevoking(null);
   };
 
+  const openEdit = (k: ApiKey) => {
+    editReturn.current = document.getElementById(`key-permissions-${k.id}`);
+    setEditing(k);
+  };
+  const closeEdit = (updated: ApiKey | null) => {
+    if (updated) {
+      setList((l) => l && withCount(l.keys.map((k) => (k.id === updated.id ? updated : k))));
+      setToast(`Permissions of ${keyLabel(updated)} changed`);
+    }
+    setEditing(null);
+  };
+
   return (
     <Page
       title="API"
@@ -200,7 +215,7 @@ export function ApiPage() {
                 </BlockStack>
               </Box>
             ) : (
-              <KeysTable keys={list.keys} onRevoke={openRevoke} />
+              <KeysTable keys={list.keys} onRevoke={openRevoke} onEditPermissions={openEdit} />
             )}
           </Card>
         </Layout.Section>
@@ -210,6 +225,7 @@ export function ApiPage() {
       </Layout>
       <GenerateKeyModal open={generating} activator={generateReturn} onClose={() => setGenerating(false)} onGenerated={onGenerated} onStale={() => void load()} />
       <RevokeKeyModal target={revoking} activator={revokeReturn} onClose={closeRevoke} />
+      <EditPermissionsModal target={editing} activator={editReturn} onClose={closeEdit} />
       {toast && <Toast content={toast} onDismiss={() => setToast(null)} />}
     </Page>
   );

@@ -1,9 +1,13 @@
-import { Banner, BlockStack, ChoiceList, Form, Modal, Text, TextField } from '@shopify/polaris';
+import { Banner, BlockStack, Form, Modal, Text, TextField } from '@shopify/polaris';
 import { useEffect, useState, type RefObject } from 'react';
-import { ApiError, type ApiKey, type KeyAccess } from '../api';
+import { ApiError, type ApiKey } from '../api';
 import { CopyableSecret } from '../components/CopyableSecret';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
+import { PermissionsPicker } from './PermissionsPicker';
+import { choiceOf, PRESETS, type PermissionChoice } from './permissions';
+
+const DEFAULT_CHOICE: PermissionChoice = choiceOf(PRESETS.read_write);
 
 type Props = {
   open: boolean;
@@ -21,7 +25,7 @@ type Props = {
 export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStale }: Props) {
   const { api } = useAdminApi();
   const [name, setName] = useState('');
-  const [access, setAccess] = useState<KeyAccess>('read_write');
+  const [choice, setChoice] = useState<PermissionChoice>(DEFAULT_CHOICE);
   const [saving, setSaving] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const [created, setCreated] = useState<{ key: ApiKey; secret: string } | null>(null);
@@ -29,7 +33,7 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
   useEffect(() => {
     if (!open) {
       setName('');
-      setAccess('read_write');
+      setChoice(DEFAULT_CHOICE);
       setSaving(false);
       setError(null);
       setCreated(null);
@@ -41,7 +45,9 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
     setSaving(true);
     setError(null);
     try {
-      const result = await api.generateKey(name.trim() || null, access);
+      // A preset goes as itself (the key lists as that preset); Custom as its levels.
+      const grant = choice.mode === 'custom' ? { permissions: choice.custom } : { access: choice.mode };
+      const result = await api.generateKey(name.trim() || null, grant);
       setCreated(result);
       onGenerated(result.key);
     } catch (err) {
@@ -111,22 +117,10 @@ export function GenerateKeyModal({ open, activator, onClose, onGenerated, onStal
               autoFocus
               helpText="A name helps you tell keys apart later, for example “ERP sync”."
             />
-            <ChoiceList
-              title="Access"
-              choices={[
-                { label: 'Read and write', value: 'read_write', helpText: 'Reads contracts and can pause, resume, cancel, skip and reschedule them.' },
-                {
-                  label: 'Read only',
-                  value: 'read_only',
-                  helpText: 'Reads contracts and their history; every change is refused. Right for reporting, or an AI assistant in an IDE.',
-                },
-              ]}
-              selected={[access]}
-              onChange={(v) => setAccess(v[0] as KeyAccess)}
-            />
+            <PermissionsPicker value={choice} onChange={setChoice} />
             <Text as="p" tone="subdued">
-              The key works for this store only. Its access cannot be changed later. It is shown once, right after it
-              is generated.
+              The key works for this store only. Its permissions can be changed later, with effect at once. It is
+              shown once, right after it is generated.
             </Text>
           </BlockStack>
         </Form>

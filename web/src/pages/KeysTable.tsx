@@ -5,12 +5,13 @@ import { formatDateTime } from '../format';
 import { keyRequestsUrl } from '../router';
 import { keyLabel } from './keyLabel';
 import { LeakPlace, shortPlace } from './LeakedKeys';
+import { LEVEL_LABEL, PRESET_LABEL, RESOURCE_LABEL, RESOURCES, permissionSummary } from './permissions';
 
 /**
- * The keys table: never a secret, only name, fingerprint, access, status and dates; a key revoked because it
- * leaked says so, and where it was found.
+ * The keys table: never a secret, only name, fingerprint, permissions, status and dates; a key revoked because it
+ * leaked says so, and where it was found. An active key's permissions can be edited from its row.
  */
-export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void }) {
+export function KeysTable({ keys, onRevoke, onEditPermissions }: { keys: ApiKey[]; onRevoke: (k: ApiKey) => void; onEditPermissions: (k: ApiKey) => void }) {
   const { smDown } = useBreakpoints();
   const status = (k: ApiKey) =>
     k.status === 'active' ? <Badge tone="success">Active</Badge> : k.revokedReason === 'leaked' ? <Badge tone="critical">Leaked</Badge> : <Badge tone="critical">Revoked</Badge>;
@@ -43,13 +44,50 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
         </Button>
       </span>
     ) : null;
+  // Beside the permissions it edits on a wide screen ("Edit"), among the row's actions on a phone.
+  const edit = (k: ApiKey, content: string) =>
+    k.status === 'active' ? (
+      <span id={`key-permissions-${k.id}`}>
+        <Button variant="plain" onClick={() => onEditPermissions(k)} accessibilityLabel={`Edit permissions of ${keyLabel(k)}`}>
+          {content}
+        </Button>
+      </span>
+    ) : null;
   const actions = (k: ApiKey) => (
     <InlineStack gap="300" wrap={false} blockAlign="center">
       {requests(k)}
+      {smDown && edit(k, 'Edit permissions')}
       {revoke(k)}
     </InlineStack>
   );
-  const access = (k: ApiKey) => (k.access === 'read_only' ? <Badge>Read only</Badge> : <Badge tone="info">Read and write</Badge>);
+  // A preset by its name; custom permissions as what the key holds, a resource a line (none left out).
+  const badge = (k: ApiKey) =>
+    k.access === 'custom' ? (
+      <Badge tone="attention">Custom</Badge>
+    ) : k.access === 'read_only' ? (
+      <Badge>{PRESET_LABEL.read_only}</Badge>
+    ) : (
+      <Badge tone="info">{PRESET_LABEL.read_write}</Badge>
+    );
+  const held = (k: ApiKey) => RESOURCES.filter((r) => k.permissions[r] !== 'none');
+  const access = (k: ApiKey) => (
+    <BlockStack gap="050" inlineAlign="start">
+      {badge(k)}
+      {k.access === 'custom' &&
+        (held(k).length ? (
+          held(k).map((r) => (
+            <Text as="p" variant="bodySm" key={r}>
+              {RESOURCE_LABEL[r]}: {LEVEL_LABEL[k.permissions[r]]}
+            </Text>
+          ))
+        ) : (
+          <Text as="p" variant="bodySm" tone="subdued">
+            No permissions
+          </Text>
+        ))}
+      {edit(k, 'Edit')}
+    </BlockStack>
+  );
   const fingerprint = (k: ApiKey) => <span className="svc-mono">{k.fingerprint}</span>;
 
   const rows = keys.map((k, i) =>
@@ -60,10 +98,15 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
             <InlineStack align="space-between" blockAlign="center" gap="200">
               {name(k)}
               <InlineStack gap="100">
-                {access(k)}
+                {badge(k)}
                 {status(k)}
               </InlineStack>
             </InlineStack>
+            {k.access === 'custom' && (
+              <Text as="p" variant="bodySm">
+                {permissionSummary(k)}
+              </Text>
+            )}
             <Text as="p" variant="bodySm">
               Fingerprint {fingerprint(k)}
             </Text>
@@ -108,7 +151,7 @@ export function KeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: (k: Ap
       headings={[
         { title: 'Name' },
         { title: 'Fingerprint' },
-        { title: 'Access' },
+        { title: 'Permissions' },
         { title: 'Status' },
         { title: 'Created' },
         { title: 'Last used' },

@@ -23,7 +23,6 @@ const notFound = { 404: err('not_found: no such bulk job in this shop') };
 const changeErrors = {
   ...authErrors,
   ...notFound,
-  403: err('plan_required, insufficient_scope (bulk_jobs: write and the write permission of what the job changes) or app_not_installed'),
   409: err('invalid_state (not allowed from the job\'s status), too_many_jobs (10 not yet finished) or idempotency_in_progress'),
   415: err('unsupported_media_type'),
   422: err('idempotency_key_reused'),

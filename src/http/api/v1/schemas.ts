@@ -59,8 +59,14 @@ export const EventListResponse = z.object({ events: z.array(ContractEvent), next
 
 const err = (description: string) => ErrorEnvelope.describe(description);
 
-/** The error responses the handler really returns, spread into every API route's schema. */
-export const authErrors = {
+/** 403 on an operation that needs a permission (domain/operations.ts). */
+const FORBIDDEN =
+  'plan_required (the shop has no external API access: Enterprise plan), insufficient_scope (the key lacks the ' +
+  'permission this operation needs: see x-svc-permissions; the message and details name it) or app_not_installed ' +
+  '(platform mode: the shop uninstalled the app)';
+
+/** The error responses of the one operation any key may call (GET /key): no permission, so no insufficient_scope. */
+export const keyErrors = {
   400: err('invalid_request (bad input) or key_in_url (a key in the URL)'),
   401: err('unauthorized: missing, malformed, unknown or revoked API key'),
   403: err('plan_required (the shop has no external API access: Enterprise plan) or app_not_installed (platform mode: the shop uninstalled the app)'),
@@ -69,12 +75,17 @@ export const authErrors = {
   503: err('unavailable: the database cannot be reached'),
 } as const;
 
+/** The error responses the handler really returns, spread into every API route's schema. */
+export const authErrors = {
+  ...keyErrors,
+  403: err(FORBIDDEN),
+} as const;
+
 export const readErrors = { ...authErrors, 404: err('not_found: no such contract in this shop') } as const;
 
 export const actionErrors = {
   ...readErrors,
   400: err('invalid_request, unsupported_action or key_in_url'),
-  403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
   408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
   409: err(
     'invalid_state (the action is not allowed from the current status, here or on the platform), billing_in_progress (a billing attempt awaits its outcome), ' +
@@ -96,7 +107,6 @@ export const editErrors = {
 /** The error responses of a route that changes something other than a contract (webhook endpoints). */
 export const changeErrors = {
   ...readErrors,
-  403: err('plan_required (Enterprise plan), insufficient_scope (a read-only key) or app_not_installed (platform mode)'),
   408: err('request_timeout: the body did not arrive in full within REQUEST_BODY_TIMEOUT_MS; the connection is closed'),
   409: err('endpoint_limit_reached (10 endpoints already) or idempotency_in_progress'),
   415: err('unsupported_media_type: the body must be application/json'),
