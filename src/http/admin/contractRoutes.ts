@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ACTION_NAMES } from '../../domain/commands/registry.js';
-import { ContractStatus } from '../../domain/contract.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
 import { Contract, ContractEvent } from '../../domain/resources.js';
 import { StoredText } from '../../domain/text.js';
@@ -11,8 +10,9 @@ import { resolvedCaller, type ShopPrincipal } from '../../services/principal.js'
 import type { ServiceContext } from '../../services/context.js';
 import { getContractWithHistory } from '../../services/getContractWithHistory.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
+import { countContracts } from '../../services/countContracts.js';
 import { SEARCH_QUERY_MAX, searchContracts } from '../../services/searchContracts.js';
-import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListEventsQuery } from '../api/v1/schemas.js';
+import { ContractActionBody, ContractIdParams, ContractResponse, EventListResponse, ListContractsQuery, ListEventsQuery } from '../api/v1/schemas.js';
 import { requireJsonBody } from '../body.js';
 import { ErrorEnvelope } from '../errors.js';
 
@@ -34,9 +34,11 @@ const actionErrors = {
   503: err('unavailable or platform_unavailable'),
 } as const;
 
+/** The public list's filter (status may repeat, customer, exact email, variant, next billing dates): a bulk job's. */
+const ContractFilterQuery = ListContractsQuery.pick({ status: true, customerId: true, customerEmail: true, variantId: true, nextBillingDateFrom: true, nextBillingDateTo: true });
 const SearchContractsQuery = z.strictObject({
   query: StoredText(SEARCH_QUERY_MAX).optional().describe('A contract id (digits, "#" allowed) or the start of the customer\'s email, in any case.'),
-  status: ContractStatus.optional().describe('Only contracts with this status.'),
+  ...ContractFilterQuery.shape,
   limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION),
   cursor: Cursor.optional().describe('nextCursor or previousCursor of the page shown.'),
 });
@@ -65,6 +67,12 @@ export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, p
   r.get('/contracts', {
     schema: { tags, querystring: SearchContractsQuery, response: { 200: ContractSearchResponse, ...readErrors } },
     handler: async (req) => searchContracts({ ctx, input: { principal: principal(req), ...req.query } }),
+  });
+
+  // How many contracts the filter matches: what "Change N contracts…" offers, counted as a bulk job would.
+  r.get('/contracts/count', {
+    schema: { tags, querystring: ContractFilterQuery, response: { 200: z.object({ count: z.number().int(), more: z.boolean().describe('More than a bulk job takes (100,000).') }), ...readErrors } },
+    handler: async (req) => countContracts({ ctx, input: { principal: principal(req), ...req.query } }),
   });
 
   r.get('/contracts/:contract_id', {
