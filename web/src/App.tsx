@@ -1,11 +1,12 @@
 import { Frame, Navigation, TopBar } from '@shopify/polaris';
-import { ChartVerticalIcon, OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
+import { AutomationIcon, ChartVerticalIcon, OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useMemo, useState, createElement } from 'react';
 import { createAdminApi, type ApiError } from './api';
 import { forgetStandaloneToken, startSession, type SessionProblem } from './auth';
 import { AdminApiContext } from './context';
 import { ApiPage } from './pages/ApiPage';
 import { BillingSettingsPage } from './pages/BillingSettingsPage';
+import { BulkJobPage, BulkJobsPage } from './pages/BulkJobsPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { KeyRequestsPage } from './pages/KeyRequestsPage';
@@ -14,7 +15,7 @@ import { RenewalsPage } from './pages/RenewalsPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
 import { SettingsPage } from './pages/SettingsPage';
 import { WebhooksPage } from './pages/WebhooksPage';
-import { contractIdOf, keyIdOfRequestsPath, navigate, pageTitle, ROUTES, usePath } from './router';
+import { bulkJobIdOf, contractIdOf, keyIdOfRequestsPath, navigate, pageTitle, ROUTES, usePath } from './router';
 
 /** Decides the session once, then renders the frame and the page for the current path. */
 export function App() {
@@ -67,6 +68,8 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
   else if (path === ROUTES.renewals) page = <RenewalsPage />;
   else if (path === ROUTES.contracts) page = <ContractsPage />;
   else if (contractIdOf(path)) page = <ContractPage key={path} contractId={contractIdOf(path)!} />;
+  else if (path === ROUTES.bulkJobs) page = <BulkJobsPage />;
+  else if (bulkJobIdOf(path)) page = <BulkJobPage key={path} jobId={bulkJobIdOf(path)!} />;
   else if (keyIdOfRequestsPath(path)) page = <KeyRequestsPage key={path} keyId={keyIdOfRequestsPath(path)!} />;
   else page = <NotFoundPage />;
 
@@ -79,6 +82,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
           null,
           <a href="/admin" rel="home">Home</a>,
           <a href={ROUTES.contracts}>Contracts</a>,
+          <a href={ROUTES.bulkJobs}>Bulk jobs</a>,
           <a href={ROUTES.renewals}>Renewals</a>,
           <a href={ROUTES.api}>Settings → API</a>,
           <a href={ROUTES.webhooks}>Settings → Webhooks</a>,
@@ -105,6 +109,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
       <Navigation.Section
         items={[
           { label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts || path.startsWith(`${ROUTES.contracts}/`) },
+          { label: 'Bulk jobs', url: ROUTES.bulkJobs, icon: AutomationIcon, selected: path === ROUTES.bulkJobs || path.startsWith(`${ROUTES.bulkJobs}/`) },
           { label: 'Renewals', url: ROUTES.renewals, icon: ChartVerticalIcon, selected: path === ROUTES.renewals },
         ]}
       />

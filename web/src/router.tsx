@@ -8,30 +8,32 @@ export const ROUTES = {
   renewals: '/admin/renewals',
   settings: '/admin/settings',
   contracts: '/admin/contracts',
+  bulkJobs: '/admin/bulk-jobs',
 } as const;
 
 /** The browser tab's title of the page at `path`, so each tab (and the history) says which page it is. */
 export function pageTitle(path: string): string {
   const id = contractIdOf(path);
+  const titles: Record<string, string> = {
+    [ROUTES.api]: 'Settings → API',
+    [ROUTES.webhooks]: 'Settings → Webhooks',
+    [ROUTES.billingSettings]: 'Settings → Billing',
+    [ROUTES.settings]: 'Settings',
+    [ROUTES.renewals]: 'Renewals',
+    [ROUTES.contracts]: 'Contracts',
+    [ROUTES.bulkJobs]: 'Bulk jobs',
+  };
   const page =
-    path === ROUTES.api
-      ? 'Settings → API'
-      : path === ROUTES.webhooks
-        ? 'Settings → Webhooks'
-        : path === ROUTES.settings
-          ? 'Settings'
-          : path === ROUTES.contracts
-            ? 'Contracts'
-            : id
-              ? `Contract #${id}`
-              : path === '/admin'
-                ? null
-                : 'Page not found';
+    titles[path] ?? (id ? `Contract #${id}` : bulkJobIdOf(path) ? 'Bulk job' : keyIdOfRequestsPath(path) ? 'Settings → API → Requests' : path === '/admin' ? null : 'Page not found');
   return page ? `${page} · svc` : 'svc';
 }
 
 /** A contract's own page. */
 export const contractUrl = (id: string) => `${ROUTES.contracts}/${encodeURIComponent(id)}`;
+/** A bulk job's own page. */
+export const bulkJobUrl = (id: string) => `${ROUTES.bulkJobs}/${encodeURIComponent(id)}`;
+/** The job id of a bulk job's page's path, or null. */
+export const bulkJobIdOf = (path: string): string | null => /^\/admin\/bulk-jobs\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(path)?.[1] ?? null;
 /** A key's requests (Settings → API → a key). */
 export const keyRequestsUrl = (keyId: string) => `${ROUTES.api}/keys/${encodeURIComponent(keyId)}/requests`;
 /** The key id of a key's requests page's path, or null. */
