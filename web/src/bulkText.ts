@@ -38,7 +38,7 @@ export function resultLabel(status: BulkJobResultStatus, preview: boolean): stri
     case 'skipped':
       return 'Unchanged';
     case 'failed':
-      return 'Problem';
+      return preview ? 'Problem' : 'Failed';
     case 'pending':
       return 'Pending';
   }

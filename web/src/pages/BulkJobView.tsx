@@ -310,6 +310,13 @@ function Results({ job, preview, level }: { job: BulkJob; preview: boolean; leve
           </Text>
           <Select label="Show" labelInline options={options} value={filter} onChange={(v) => choose(v as Filter)} />
         </InlineStack>
+        {job.counts.failed === 0 && job.counts.pending === 0 && (
+          <Box paddingBlockStart="200">
+            <Text as="p" tone="subdued">
+              {job.counts.skipped === 0 ? `No problems: every contract ${preview ? 'can be' : 'was'} changed as asked.` : 'No problems.'}
+            </Text>
+          </Box>
+        )}
       </Box>
       <Box paddingInline="400" paddingBlockEnd={error ? '400' : '0'}>
         <ErrorBanner error={error} title="The results could not be loaded" />
