@@ -130,10 +130,14 @@ export async function countItems(run: RunSql, jobId: string): Promise<{ counts: 
  */
 export async function claimItems(db: Database, jobId: string, opts: { now: Date; until: Date; limit: number }): Promise<{ id: string; waited: boolean }[]> {
   const rows = await db.unprepared<{ id: string; waited: boolean }>(
-    `UPDATE bulk_job_items b SET lease_until = $3
-       FROM (SELECT contract_id FROM bulk_job_items
-              WHERE job_id = $1 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $2) AND (not_before IS NULL OR not_before <= $2)
-              ORDER BY contract_id LIMIT $4 FOR UPDATE SKIP LOCKED) x
+    // The items chosen once, in a materialized CTE: as a subquery the planner may scan them again for each row it
+    // updates, each scan finding the next unleased ones, and the claim took the whole job whatever the limit.
+    `WITH x AS MATERIALIZED (
+       SELECT contract_id FROM bulk_job_items
+        WHERE job_id = $1 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $2) AND (not_before IS NULL OR not_before <= $2)
+        ORDER BY contract_id LIMIT $4 FOR UPDATE SKIP LOCKED)
+     UPDATE bulk_job_items b SET lease_until = $3
+       FROM x
       WHERE b.job_id = $1 AND b.contract_id = x.contract_id
       RETURNING b.contract_id::text AS id, b.not_before IS NOT NULL AS waited`,
     [jobId, opts.now, opts.until, opts.limit],

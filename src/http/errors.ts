@@ -40,7 +40,8 @@ function validationDetails(err: FastifyError): ErrorDetail[] {
   return (err.validation ?? []).flatMap((v) => {
     const params = v.params as { keys?: string[]; issue?: { code?: string; keys?: string[] } } | undefined;
     const where = String(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-    const path = where === '' && context === 'params' ? 'contract_id' : where;
+    // A query parameter is named as it is written: a repeated one (status=…&status=…) without the index of the bad value.
+    const path = where === '' && context === 'params' ? 'contract_id' : context === 'querystring' ? where.replace(/\.\d+$/, '') : where;
     // Unknown parameters are named one by one (fastify-type-provider-zod reports them as the keyword with `keys`).
     const unknown = v.keyword === 'unrecognized_keys' ? params?.keys : params?.issue?.code === 'unrecognized_keys' ? params.issue.keys : undefined;
     if (unknown?.length) {

@@ -1,6 +1,8 @@
-import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
+import { matching } from '../db/contractFilterSql.js';
 import { contracts } from '../db/schema.js';
-import type { BillingStatus, ContractStatus } from '../domain/contract.js';
+import type { ContractStatus } from '../domain/contract.js';
+import { criteriaOf, type ContractFilter } from '../domain/contractFilter.js';
 import { fitsInt8 } from '../domain/ids.js';
 import { invalidRequest } from '../domain/errors.js';
 import { PAGE_LIMIT } from '../domain/paging.js';
@@ -16,23 +18,22 @@ export type ContractSearchPage = { contracts: Contract[]; nextCursor: string | n
 
 /**
  * The admin's contract list: a shop's contracts newest first, found by what a merchant has at hand (a contract id, or
- * the start of the customer's email in any case), optionally of one status and of some billing statuses (payment
- * trouble: retrying, action_required), a page at a time both ways. A query of digits (a leading "#" allowed, as the
- * admin writes ids) finds the contract with that id and any email that starts with those digits. Emails match by prefix, which the index of migration 0014 serves; a substring would read every
+ * the start of the customer's email in any case), and by the filter a bulk job's selector takes (statuses, customer,
+ * exact email, variant, next billing dates: domain/contractFilter.ts), a page at a time both ways. A query of digits
+ * (a leading "#" allowed, as the admin writes ids) finds the contract with that id and any email that starts with
+ * those digits. Emails match by prefix, which the index of migration 0014 serves; a substring would read every
  * contract of the shop.
  */
 export async function searchContracts({
   ctx,
   input,
-}: ServiceCall<{ principal: ShopPrincipal; query?: string; status?: ContractStatus; billingStatus?: BillingStatus[]; limit?: number; cursor?: string }>): Promise<ContractSearchPage> {
+}: ServiceCall<{ principal: ShopPrincipal; query?: string; status?: ContractStatus | ContractStatus[]; limit?: number; cursor?: string } & Omit<ContractFilter, 'status'>>): Promise<ContractSearchPage> {
   const shopId = input.principal.shopId;
   const limit = input.limit ?? PAGE_LIMIT.default;
   const cursor = input.cursor ? decodeSearchCursor(input.cursor) : null;
   await resumeDueOfShop(ctx, shopId);
 
-  const where: SQL[] = [eq(contracts.shopId, shopId)];
-  if (input.status) where.push(eq(contracts.status, input.status));
-  if (input.billingStatus?.length) where.push(inArray(contracts.billingStatus, input.billingStatus));
+  const where: SQL[] = [matching(shopId, criteriaOf({ ...input, status: typeof input.status === 'string' ? [input.status] : input.status }))];
   const match = queryCondition(input.query);
   if (match) where.push(match);
   // Newest first: "older" pages read down from the cursor, "newer" ones up from it (and are turned back around).

@@ -1,11 +1,12 @@
 import { Frame, Navigation, TopBar } from '@shopify/polaris';
-import { ChartVerticalIcon, OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
+import { AutomationIcon, ChartVerticalIcon, OrderRepeatIcon, SettingsIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useMemo, useState, createElement } from 'react';
 import { createAdminApi, type ApiError } from './api';
 import { forgetStandaloneToken, startSession, type SessionProblem } from './auth';
 import { AdminApiContext } from './context';
 import { ApiPage } from './pages/ApiPage';
 import { BillingSettingsPage } from './pages/BillingSettingsPage';
+import { BulkJobPage, BulkJobsPage } from './pages/BulkJobsPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { KeyRequestsPage } from './pages/KeyRequestsPage';
@@ -60,6 +61,10 @@ function pageOf(path: string) {
       return <ContractsPage />;
     case 'contract':
       return <ContractPage key={path} contractId={route.contractId} />;
+    case 'bulkJobs':
+      return <BulkJobsPage />;
+    case 'bulkJob':
+      return <BulkJobPage key={path} jobId={route.jobId} />;
     case 'notFound':
       return <NotFoundPage />;
   }
@@ -96,6 +101,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
           null,
           <a href="/admin" rel="home">Home</a>,
           <a href={ROUTES.contracts}>Contracts</a>,
+          <a href={ROUTES.bulkJobs}>Bulk jobs</a>,
           <a href={ROUTES.renewals}>Renewals</a>,
           <a href={ROUTES.api}>Settings → API</a>,
           <a href={ROUTES.webhooks}>Settings → Webhooks</a>,
@@ -122,6 +128,7 @@ function Shell({ embedded, shop }: { embedded: boolean; shop: string | null }) {
       <Navigation.Section
         items={[
           { label: 'Contracts', url: ROUTES.contracts, icon: OrderRepeatIcon, selected: path === ROUTES.contracts || path.startsWith(`${ROUTES.contracts}/`) },
+          { label: 'Bulk jobs', url: ROUTES.bulkJobs, icon: AutomationIcon, selected: path === ROUTES.bulkJobs || path.startsWith(`${ROUTES.bulkJobs}/`) },
           { label: 'Renewals', url: ROUTES.renewals, icon: ChartVerticalIcon, selected: path === ROUTES.renewals },
         ]}
       />

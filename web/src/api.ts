@@ -156,6 +156,16 @@ export type DueDay = { renewals: number; expectedRevenue: Money[] };
 export type RenewalsDay = { date: string; billed: BilledDay | null; due: DueDay | null };
 export type RenewalsOverview = { from: string; today: string; to: string; days: RenewalsDay[]; totals: { billed: BilledDay; due: DueDay } };
 
+/** Bulk jobs (docs/bulk-jobs.md): one change across the contracts a filter matches, previewed, then run. */
+export type ContractFilter = Schemas['ContractFilterInput'];
+export type BulkChange = Schemas['BulkChangeInput'];
+export type BulkEditOperation = Schemas['BulkEditOperationInput'];
+export type BulkJobCreate = Schemas['BulkJobCreateInput'];
+export type BulkJob = Schemas['BulkJob'];
+export type BulkJobStatus = BulkJob['status'];
+export type BulkJobResult = Schemas['BulkJobResult'];
+export type BulkJobResultStatus = BulkJobResult['status'];
+
 /** Every failure the page can show: the server's envelope, or a network failure in the same shape. */
 export class ApiError extends Error {
   constructor(
@@ -183,8 +193,8 @@ export type AdminApi = {
   revokeKey(id: string): Promise<{ key: ApiKey }>;
   /** In effect at once, for the key's very next request. */
   updateKeyPermissions(id: string, permissions: Permissions): Promise<{ key: ApiKey }>;
-  /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by status, by billing status. */
-  contracts(q: { query?: string; status?: ContractStatus; billingStatus?: BillingStatus[]; cursor?: string; limit?: number }): Promise<ContractPage>;
+  /** A page of contracts, newest first: by id or the start of the customer's email (`query`), by a bulk job's filter. */
+  contracts(q: { query?: string; cursor?: string; limit?: number } & ContractFilter): Promise<ContractPage>;
   contract(id: string): Promise<ContractDetail>;
   act(id: string, action: ContractAction): Promise<{ contract: ContractView }>;
   /** Edits a contract; with `preview: true` answers the contract as it would be and changes nothing. */
@@ -210,17 +220,36 @@ export type AdminApi = {
   billingPolicy(): Promise<BillingPolicy>;
   saveBillingPolicy(policy: BillingPolicy): Promise<BillingPolicy>;
   renewals(q: { days: number; ahead: number }): Promise<RenewalsOverview>;
+  /** How many contracts a filter matches, as a bulk job made with it would take them (`more`: past the 100,000 a job takes). */
+  contractCount(filter: ContractFilter): Promise<{ count: number; more: boolean }>;
+  createBulkJob(body: BulkJobCreate): Promise<{ bulkJob: BulkJob }>;
+  bulkJobs(q: { cursor?: string; limit?: number }): Promise<{ bulkJobs: BulkJob[]; nextCursor: string | null }>;
+  bulkJob(id: string): Promise<{ bulkJob: BulkJob }>;
+  bulkJobResults(id: string, q: { status?: BulkJobResultStatus; cursor?: string; limit?: number }): Promise<{ results: BulkJobResult[]; nextCursor: string | null }>;
+  /** Every result of a job as one CSV file. */
+  bulkJobResultsCsv(id: string): Promise<Blob>;
+  startBulkJob(id: string): Promise<{ bulkJob: BulkJob }>;
+  cancelBulkJob(id: string): Promise<{ bulkJob: BulkJob }>;
 };
+
+/** A contract filter as query parameters (status repeated), as the admin's contract list and count take it. */
+export function filterParams(f: ContractFilter, params = new URLSearchParams()): URLSearchParams {
+  for (const s of f.status ?? []) params.append('status', s);
+  for (const b of f.billingStatus ?? []) params.append('billingStatus', b);
+  for (const name of ['customerId', 'customerEmail', 'variantId', 'nextBillingDateFrom', 'nextBillingDateTo'] as const) if (f[name]) params.set(name, f[name]!);
+  return params;
+}
 
 const BASE = `${import.meta.env.BASE_URL}api`;
 const endpointPath = (id: string) => `/webhook-endpoints/${encodeURIComponent(id)}`;
+const bulkJobPath = (id: string) => `/bulk-jobs/${encodeURIComponent(id)}`;
 
 /**
  * The one way the page talks to the server. A token is obtained before every call and none leaves without one;
  * a 401 means the session is over, which `onUnauthorized` turns into the "get a new link" page.
  */
 export function createAdminApi(session: Session, onUnauthorized: (err: ApiError) => void): AdminApi {
-  async function call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, accept = 'application/json'): Promise<T> {
     let token: string;
     try {
       token = await session.getToken();
@@ -228,7 +257,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
       throw new ApiError(0, 'no_session', 'Could not get a session token from the shop admin. Reload the app.', null);
     }
     if (!token) throw new ApiError(0, 'no_session', 'No session token: open the app again.', null);
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {
@@ -238,6 +267,8 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     }
     // 204 (a delete) has no body to read.
     if (res.status === 204) return undefined as T;
+    // A download (CSV): the file as it came.
+    if (res.ok && accept !== 'application/json') return (await res.blob()) as T;
     const payload = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string; requestId?: string; details?: ErrorDetail[] } } | null;
     if (!res.ok) {
       const e = payload?.error;
@@ -266,8 +297,7 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     contracts: (q) => {
       const params = new URLSearchParams();
       if (q.query) params.set('query', q.query);
-      if (q.status) params.set('status', q.status);
-      for (const b of q.billingStatus ?? []) params.append('billingStatus', b);
+      filterParams(q, params);
       if (q.cursor) params.set('cursor', q.cursor);
       params.set('limit', String(q.limit ?? 20));
       return call('GET', `/contracts?${params}`);
@@ -303,5 +333,22 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     billingPolicy: () => call('GET', '/billing-policy'),
     saveBillingPolicy: (policy) => call('PUT', '/billing-policy', policy),
     renewals: (q) => call('GET', `/renewals?days=${q.days}&ahead=${q.ahead}`),
+    contractCount: (filter) => call('GET', `/contracts/count?${filterParams(filter)}`),
+    createBulkJob: (body) => call('POST', '/bulk-jobs', body),
+    bulkJobs: (q) => {
+      const params = new URLSearchParams({ limit: String(q.limit ?? 20) });
+      if (q.cursor) params.set('cursor', q.cursor);
+      return call('GET', `/bulk-jobs?${params}`);
+    },
+    bulkJob: (id) => call('GET', bulkJobPath(id)),
+    bulkJobResults: (id, q) => {
+      const params = new URLSearchParams({ limit: String(q.limit ?? 20) });
+      if (q.status) params.set('status', q.status);
+      if (q.cursor) params.set('cursor', q.cursor);
+      return call('GET', `${bulkJobPath(id)}/results?${params}`);
+    },
+    bulkJobResultsCsv: (id) => call('GET', `${bulkJobPath(id)}/results`, undefined, 'text/csv'),
+    startBulkJob: (id) => call('POST', `${bulkJobPath(id)}/start`, {}),
+    cancelBulkJob: (id) => call('POST', `${bulkJobPath(id)}/cancel`, {}),
   };
 }

@@ -8,6 +8,7 @@ export const ROUTES = {
   renewals: '/admin/renewals',
   settings: '/admin/settings',
   contracts: '/admin/contracts',
+  bulkJobs: '/admin/bulk-jobs',
 } as const;
 
 /** Every page of the admin, as the path names it: the one list the shell renders from and the tab's title follows. */
@@ -21,6 +22,8 @@ export type Route =
   | { page: 'renewals' }
   | { page: 'contracts' }
   | { page: 'contract'; contractId: string }
+  | { page: 'bulkJobs' }
+  | { page: 'bulkJob'; jobId: string }
   | { page: 'notFound' };
 
 /** The page at `path` (without its query), or notFound. */
@@ -40,7 +43,11 @@ export function routeOf(path: string): Route {
       return { page: 'renewals' };
     case ROUTES.contracts:
       return { page: 'contracts' };
+    case ROUTES.bulkJobs:
+      return { page: 'bulkJobs' };
   }
+  const jobId = bulkJobIdOf(path);
+  if (jobId) return { page: 'bulkJob', jobId };
   const contractId = contractIdOf(path);
   if (contractId) return { page: 'contract', contractId };
   const keyId = keyIdOfRequestsPath(path);
@@ -71,6 +78,10 @@ export function pageTitle(path: string): string {
         return 'Contracts';
       case 'contract':
         return `Contract #${route.contractId}`;
+      case 'bulkJobs':
+        return 'Bulk jobs';
+      case 'bulkJob':
+        return 'Bulk job';
       case 'notFound':
         return 'Page not found';
     }
@@ -81,6 +92,10 @@ export function pageTitle(path: string): string {
 
 /** A contract's own page. */
 export const contractUrl = (id: string) => `${ROUTES.contracts}/${encodeURIComponent(id)}`;
+/** A bulk job's own page. */
+export const bulkJobUrl = (id: string) => `${ROUTES.bulkJobs}/${encodeURIComponent(id)}`;
+/** The job id of a bulk job's page's path, or null. */
+export const bulkJobIdOf = (path: string): string | null => /^\/admin\/bulk-jobs\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(path)?.[1] ?? null;
 /** A key's requests (Settings → API → a key). */
 export const keyRequestsUrl = (keyId: string) => `${ROUTES.api}/keys/${encodeURIComponent(keyId)}/requests`;
 /** The key id of a key's requests page's path, or null. */

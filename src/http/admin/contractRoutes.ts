@@ -3,7 +3,6 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { z } from 'zod';
 import { ATTEMPT_TRIGGERS } from '../../domain/billing.js';
 import { ACTION_NAMES } from '../../domain/commands/registry.js';
-import { ContractStatus } from '../../domain/contract.js';
 import { Cursor, PAGE_LIMIT_DESCRIPTION, PageLimitQuery } from '../../domain/paging.js';
 import { Contract, ContractEvent } from '../../domain/resources.js';
 import { StoredText } from '../../domain/text.js';
@@ -13,6 +12,7 @@ import { resolvedCaller, type ShopPrincipal } from '../../services/principal.js'
 import type { ServiceContext } from '../../services/context.js';
 import { getContractWithHistory } from '../../services/getContractWithHistory.js';
 import { listContractEvents } from '../../services/listContractEvents.js';
+import { countContracts } from '../../services/countContracts.js';
 import { SEARCH_QUERY_MAX, searchContracts } from '../../services/searchContracts.js';
 import {
   ContractActionBody,
@@ -52,10 +52,11 @@ const editErrors = {
   422: err('invalid_edit (an operation cannot apply: details name its index and why) or platform_rejected'),
 } as const;
 
+/** The public list's filter (status may repeat, customer, exact email, variant, next billing dates): a bulk job's. */
+const ContractFilterQuery = ListContractsQuery.pick({ status: true, billingStatus: true, customerId: true, customerEmail: true, variantId: true, nextBillingDateFrom: true, nextBillingDateTo: true });
 const SearchContractsQuery = z.strictObject({
   query: StoredText(SEARCH_QUERY_MAX).optional().describe('A contract id (digits, "#" allowed) or the start of the customer\'s email, in any case.'),
-  status: ContractStatus.optional().describe('Only contracts with this status.'),
-  billingStatus: ListContractsQuery.shape.billingStatus,
+  ...ContractFilterQuery.shape,
   limit: PageLimitQuery.describe(PAGE_LIMIT_DESCRIPTION),
   cursor: Cursor.optional().describe('nextCursor or previousCursor of the page shown.'),
 });
@@ -98,6 +99,12 @@ export function adminContractRoutes(app: FastifyInstance, ctx: ServiceContext, p
   r.get('/contracts', {
     schema: { tags, querystring: SearchContractsQuery, response: { 200: ContractSearchResponse, ...readErrors } },
     handler: async (req) => searchContracts({ ctx, input: { principal: principal(req), ...req.query } }),
+  });
+
+  // How many contracts the filter matches: what "Change N contracts…" offers, counted as a bulk job would.
+  r.get('/contracts/count', {
+    schema: { tags, querystring: ContractFilterQuery, response: { 200: z.object({ count: z.number().int(), more: z.boolean().describe('More than a bulk job takes (100,000).') }), ...readErrors } },
+    handler: async (req) => countContracts({ ctx, input: { principal: principal(req), ...req.query } }),
   });
 
   r.get('/contracts/:contract_id', {

@@ -19,6 +19,7 @@ import { verifySessionToken, type AppCredentials } from '../../services/sessionT
 import { provisionShop, shopApiAccess, type Shop } from '../../services/shops.js';
 import { ErrorEnvelope } from '../errors.js';
 import { adminBillingRoutes } from './billingRoutes.js';
+import { adminBulkJobRoutes } from './bulkJobRoutes.js';
 import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import { adminRequestLogRoutes } from './requestLogRoutes.js';
@@ -197,4 +198,6 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { principal: principal(req), body: req.body } }));
   // A contract's billing attempts and the Renewals overview.
   adminBillingRoutes(app, ctx, principal);
+  // Bulk jobs: one change across many contracts, previewed, then run.
+  adminBulkJobRoutes(app, ctx, principal);
 }

@@ -251,7 +251,7 @@ function UsageCard() {
   useEffect(() => {
     let live = true;
     (async () => {
-      const active = await api.contracts({ status: 'ACTIVE', limit: 1 });
+      const active = await api.contracts({ status: ['ACTIVE'], limit: 1 });
       const any = active.contracts[0] ?? (await api.contracts({ limit: 1 })).contracts[0];
       if (live) setContractId(any?.id ?? null);
     })().catch(() => live && setContractId(null));

@@ -1,34 +1,26 @@
-import { BlockStack, Box, Button, Card, Icon, InlineGrid, Page, Select, SkeletonBodyText, Text, TextField } from '@shopify/polaris';
+import { BlockStack, Box, Button, Card, Icon, Page, SkeletonBodyText, Text, TextField } from '@shopify/polaris';
 import { SearchIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, type ContractPage, type ContractStatus } from '../api';
+import { ApiError, type ContractFilter, type ContractPage } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { BILLING_FILTERS } from '../billingText';
 import { STATUS_LABEL } from '../format';
 import { navigate, ROUTES, useLocation } from '../router';
+import { BulkChangeBar } from './BulkChangeDialog';
+import { ContractFilters, EMPTY_FILTERS, filterSummary, hasFilters, readFilters, toContractFilter, writeFilters, type FilterState } from './ContractFilters';
 import { ContractsTable } from './ContractsTable';
 import { ImportBanner, useImportProgress } from './ImportProgress';
 
 const PAGE_SIZE = 25;
 /** How long typing may pause before the list follows the search box. */
 const TYPING_MS = 300;
-const STATUSES = Object.keys(STATUS_LABEL) as ContractStatus[];
-const FILTERS: { label: string; value: '' | ContractStatus }[] = [
-  { label: 'All statuses', value: '' },
-  ...STATUSES.map((s) => ({ label: STATUS_LABEL[s], value: s })),
-];
-
 /** The list's state lives in the address, so a contract's page leads back to the same search, filters and page. */
-type ListState = { query: string; status: '' | ContractStatus; billing: string; cursor: string; page: number };
+type ListState = { query: string; filters: FilterState; cursor: string; page: number };
 
 function readState(search: URLSearchParams): ListState {
-  const status = search.get('status') ?? '';
-  const billing = search.get('billing') ?? '';
   return {
     query: search.get('query') ?? '',
-    status: (STATUSES as string[]).includes(status) ? (status as ContractStatus) : '',
-    billing: BILLING_FILTERS.some((f) => f.value === billing) ? billing : '',
+    filters: readFilters(search),
     cursor: search.get('cursor') ?? '',
     page: Math.max(1, Number.parseInt(search.get('page') ?? '1', 10) || 1),
   };
@@ -37,8 +29,7 @@ function readState(search: URLSearchParams): ListState {
 export function contractsListUrl(s: ListState): string {
   const params = new URLSearchParams();
   if (s.query) params.set('query', s.query);
-  if (s.status) params.set('status', s.status);
-  if (s.billing) params.set('billing', s.billing);
+  writeFilters(s.filters, params);
   if (s.cursor) params.set('cursor', s.cursor);
   if (s.cursor && s.page > 1) params.set('page', String(s.page));
   const qs = params.toString();
@@ -57,7 +48,9 @@ export function ContractsPage() {
   const { api } = useAdminApi();
   const { search } = useLocation();
   const state = readState(search);
-  const { query, status, billing, cursor, page } = state;
+  const { query, filters, cursor, page } = state;
+  // The filter as the API takes it, by value: the list reloads when it changes, not on every render.
+  const filterKey = JSON.stringify(toContractFilter(filters));
   lastContractsListUrl = contractsListUrl(state);
   const [draft, setDraft] = useState(query);
   const [data, setData] = useState<ContractPage | null>(null);
@@ -75,15 +68,15 @@ export function ContractsPage() {
     setLoading(true);
     setError(null);
     try {
-      const billingStatus = BILLING_FILTERS.find((f) => f.value === billing)?.statuses;
-      const res = await api.contracts({ query: query.trim() || undefined, status: status || undefined, billingStatus, cursor: cursor || undefined, limit: PAGE_SIZE });
+      const filter = JSON.parse(filterKey) as ContractFilter;
+      const res = await api.contracts({ query: query.trim() || undefined, ...filter, cursor: cursor || undefined, limit: PAGE_SIZE });
       if (mine === request.current) setData(res);
     } catch (err) {
       if (mine === request.current) setError(err instanceof ApiError ? err : new ApiError(0, 'unexpected', String(err), null));
     } finally {
       if (mine === request.current) setLoading(false);
     }
-  }, [api, query, status, billing, cursor]);
+  }, [api, query, filterKey, cursor]);
   useEffect(() => {
     void load();
   }, [load]);
@@ -125,7 +118,7 @@ export function ContractsPage() {
     if (importing && imported > 0 && !at && shown && shown.contracts.length < PAGE_SIZE) void reload();
   }, [importing, imported]);
 
-  const searching = Boolean(query.trim() || status || billing);
+  const searching = Boolean(query.trim()) || hasFilters(filters);
   const pagination =
     data && (data.previousCursor || data.nextCursor)
       ? {
@@ -151,7 +144,7 @@ export function ContractsPage() {
                 searchFor(draft);
               }}
             >
-              <InlineGrid columns={{ xs: 1, md: '2fr 1fr 1fr' }} gap="300">
+              <BlockStack gap="300">
                 <TextField
                   label="Search"
                   type="search"
@@ -168,10 +161,17 @@ export function ContractsPage() {
                   autoComplete="off"
                   maxLength={254}
                 />
-                <Select label="Status" options={FILTERS} value={status} onChange={(v) => go({ status: v as '' | ContractStatus, cursor: '', page: 1 }, { replace: true })} />
-                <Select label="Billing" options={BILLING_FILTERS} value={billing} onChange={(v) => go({ billing: v, cursor: '', page: 1 }, { replace: true })} />
-              </InlineGrid>
+                <ContractFilters value={filters} onChange={(f) => go({ filters: f, cursor: '', page: 1 }, { replace: true })} />
+              </BlockStack>
             </form>
+          </Box>
+          <Box paddingInline="400" paddingBlockEnd="400">
+            <BulkChangeBar
+              filter={JSON.parse(filterKey) as ContractFilter}
+              summary={filterSummary(filters)}
+              blockedBy={query.trim() ? 'The search box narrows the list only: clear it to change contracts in bulk (for one customer, use Customer email).' : null}
+              onChanged={load}
+            />
           </Box>
           <Box paddingInline="400" paddingBlockEnd={error ? '400' : '0'}>
             <ErrorBanner error={error} title="The contracts could not be loaded" />
@@ -189,9 +189,11 @@ export function ContractsPage() {
                   {emptyTitle(state, importing)}
                 </Text>
                 <Text as="p" tone="subdued" alignment="center">
-                  {searching
+                  {query.trim()
                     ? 'Check the contract number, or search by the first letters of the customer’s email.'
-                    : importing
+                    : searching
+                      ? 'Widen or clear the filters.'
+                      : importing
                       ? 'Contracts appear here as the import brings them in from Shopify.'
                       : 'Contracts appear here when customers subscribe.'}
                 </Text>
@@ -200,7 +202,7 @@ export function ContractsPage() {
                     onClick={() => {
                       setDraft('');
                       searched.current = '';
-                      go({ query: '', status: '', billing: '', cursor: '', page: 1 });
+                      go({ query: '', filters: EMPTY_FILTERS, cursor: '', page: 1 });
                     }}
                   >
                     Show all contracts
@@ -220,10 +222,12 @@ export function ContractsPage() {
 }
 
 function emptyTitle(s: ListState, importing: boolean): string {
-  const billing = BILLING_FILTERS.find((f) => f.value === s.billing && f.value);
-  const what = `${s.status ? `${STATUS_LABEL[s.status].toLowerCase()} ` : ''}contracts${billing ? ` (${billing.label.toLowerCase()})` : ''}`;
-  if (s.query.trim()) return `No ${what} match “${s.query.trim()}”`;
-  if (s.status || billing) return `No ${what}`;
+  const { statuses } = s.filters;
+  const what = statuses.length === 1 ? `${STATUS_LABEL[statuses[0]].toLowerCase()} contracts` : 'contracts';
+  const more = hasFilters({ ...s.filters, statuses: statuses.length === 1 ? [] : statuses });
+  if (s.query.trim()) return `No ${what} match “${s.query.trim()}”${more ? ' and the filters' : ''}`;
+  if (more) return `No ${what} match the filters`;
+  if (statuses.length) return `No ${what}`;
   if (s.cursor) return 'No more contracts';
   return importing ? 'No contracts imported yet' : 'No contracts yet';
 }
