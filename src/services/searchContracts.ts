@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
-import { contracts } from '../db/schema.js';
+import { CONTRACT_ROW, contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
 import { fitsInt8 } from '../domain/ids.js';
 import { invalidRequest } from '../domain/errors.js';
@@ -38,7 +38,7 @@ export async function searchContracts({
   const newer = cursor?.towards === 'newer';
   if (cursor) where.push(newer ? gt(contracts.id, cursor.id) : lt(contracts.id, cursor.id));
   const rows = await ctx.db.orm
-    .select()
+    .select(CONTRACT_ROW)
     .from(contracts)
     .where(and(...where))
     .orderBy(newer ? asc(contracts.id) : desc(contracts.id))
