@@ -10,25 +10,10 @@ import { mirrorFields, type PlatformContract, type PlatformDiscount, type Platfo
 import type { PlatformContract as MirroredContract } from '../../db/mirror.js';
 import * as doc from './documents.js';
 import { insertContracts } from '../../services/platformSync.js';
+import { WEBHOOK_TOPICS } from './topics.js';
 
-/** Every topic svc subscribes to at install (the compliance topics are declared in the app's configuration). */
-export const WEBHOOK_TOPICS = [
-  'SUBSCRIPTION_CONTRACTS_CREATE',
-  'SUBSCRIPTION_CONTRACTS_UPDATE',
-  'SUBSCRIPTION_CONTRACTS_ACTIVATE',
-  'SUBSCRIPTION_CONTRACTS_PAUSE',
-  'SUBSCRIPTION_CONTRACTS_CANCEL',
-  'SUBSCRIPTION_CONTRACTS_EXPIRE',
-  'SUBSCRIPTION_CONTRACTS_FAIL',
-  'SUBSCRIPTION_BILLING_CYCLES_SKIP',
-  'SUBSCRIPTION_BILLING_CYCLES_UNSKIP',
-  'SUBSCRIPTION_BILLING_ATTEMPTS_SUCCESS',
-  'SUBSCRIPTION_BILLING_ATTEMPTS_FAILURE',
-  'SUBSCRIPTION_BILLING_ATTEMPTS_CHALLENGED',
-  'APP_UNINSTALLED',
-  'APP_SUBSCRIPTIONS_UPDATE',
-  'BULK_OPERATIONS_FINISH',
-] as const;
+/** Every topic svc subscribes to at install (topics.ts; the compliance topics are declared in the app's configuration). */
+export { WEBHOOK_TOPICS };
 
 /** The app subscription that gives API access (PRODUCT §9). */
 export const ENTERPRISE_SUBSCRIPTION = 'Enterprise';
