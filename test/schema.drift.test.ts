@@ -15,11 +15,12 @@ import { createTestDatabase, type TestDatabase } from './support/db.js';
 
 let database: TestDatabase;
 
+// Every migration from an empty database: on PGlite the slowest set-up of the suite, so it may take minutes.
 beforeAll(async () => {
   database = await createTestDatabase({ migrated: false });
   await migrate(database.db);
-});
-afterAll(() => database.drop());
+}, 300_000);
+afterAll(() => database?.drop());
 
 /** The migrator's own bookkeeping: not svc's data. */
 const BOOKKEEPING = new Set(['svc_migrations', 'svc_functions']);
