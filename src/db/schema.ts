@@ -347,6 +347,9 @@ export const platformInstallations = pgTable('platform_installations', {
   updatedAt: ts('updated_at').notNull(),
   /** Migration 0016: when the platform last refused the shop's access token and its refresh (an uninstall). */
   accessRefusedAt: ts('access_refused_at'),
+  /** Migration 0055: a token refresh in progress holds the shop's refresh until then (platform/shopify/tokens.ts). */
+  refreshLease: uuid('refresh_lease'),
+  refreshLeaseUntil: ts('refresh_lease_until'),
 });
 export type PlatformInstallationRow = typeof platformInstallations.$inferSelect;
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { RunSql } from '../../db/client.js';
 import { platformInstallations, shops } from '../../db/schema.js';
@@ -5,6 +6,7 @@ import { ServiceError } from '../../domain/errors.js';
 import type { Clock, ServiceContext } from '../../services/context.js';
 import type { ShopifySettings, ShopRef } from './admin.js';
 import { notInstalled, parseAnswer, platformUnavailable } from './adminFailures.js';
+import { sleep } from './costBucket.js';
 import type { PlatformAnswer, postToPlatform } from './platformHttp.js';
 import { TokenCipher } from './tokenCipher.js';
 
@@ -20,20 +22,37 @@ type TokenAnswer = { access_token: string; scope?: string; expires_in?: number; 
 
 type CachedToken = { token: string; expiresAt: number | null };
 
-/** A refresh's tokens stored: a new access token always, a new refresh token when the platform rotated it. */
+/**
+ * A refresh's tokens stored: a new access token always, a new refresh token when the platform rotated it; the
+ * refresher's lease given back (a lease another refresher holds by now is left to it).
+ */
 const STORE_REFRESHED = `UPDATE platform_installations SET access_token = $2, access_token_expires_at = $3, refresh_token = COALESCE($4, refresh_token),
-        refresh_token_expires_at = COALESCE($5, refresh_token_expires_at), updated_at = $6 WHERE shop_id = $1`;
+        refresh_token_expires_at = COALESCE($5, refresh_token_expires_at), updated_at = $6,
+        refresh_lease_until = CASE WHEN refresh_lease = $7 THEN NULL ELSE refresh_lease_until END,
+        refresh_lease = CASE WHEN refresh_lease = $7 THEN NULL ELSE refresh_lease END
+  WHERE shop_id = $1`;
 const storeRefreshedParams = (
   shopId: string,
   v: { accessToken: string; accessTokenExpiresAt: Date | null; refreshToken: string | null; refreshTokenExpiresAt: Date | null },
   at: Date,
-) => [shopId, v.accessToken, v.accessTokenExpiresAt, v.refreshToken, v.refreshTokenExpiresAt, at];
+  lease: string,
+) => [shopId, v.accessToken, v.accessTokenExpiresAt, v.refreshToken, v.refreshTokenExpiresAt, at, lease];
+
+/** How often a refresher waiting for another's lease looks again. */
+const LEASE_POLL_MS = 50;
+/** How much longer than a lease a refresher waits for it before answering 503. */
+const LEASE_WAIT_EXTRA_MS = 5_000;
 
 export class ShopTokens {
   readonly cipher: TokenCipher;
   private readonly refreshMarginMs: number;
   private readonly tokens = new Map<string, CachedToken>();
   private readonly refreshing = new Map<string, Promise<string>>();
+  /**
+   * How long a refresher holds the shop's refresh: well past its one call's time limit, so a live holder never loses
+   * it, and a dead one's lapses.
+   */
+  private readonly leaseMs: number;
 
   constructor(
     private readonly ctx: Pick<ServiceContext, 'db' | 'clock'>,
@@ -44,6 +63,7 @@ export class ShopTokens {
   ) {
     this.cipher = new TokenCipher(settings.tokenKey);
     this.refreshMarginMs = settings.refreshMarginMs ?? 5 * 60_000;
+    this.leaseMs = 2 * timeoutMs + 10_000;
   }
 
   private get clock(): Clock {
@@ -149,79 +169,122 @@ export class ShopTokens {
   }
 
   /**
-   * Reads the stored token; refreshes it when it expires soon or was refused (`stale`). The refresh runs under the
-   * installation row's lock and looks again once it holds it: two instances never spend one refresh token twice
-   * (the platform kills a refresh token when it is used), the second finds the first's new token.
+   * Reads the stored token; refreshes it when it expires soon or was refused (`stale`). A refresh spends the shop's
+   * refresh token (the platform kills one when it is used), so only one refresher of any instance calls the platform:
+   * the one that takes the shop's refresh lease, in a statement of its own. It calls the platform with no transaction
+   * open and writes the new tokens in another statement, giving the lease back. Any other refresher waits for the
+   * lease to be given back (or to lapse, its holder dead) and reads the new tokens.
    */
   private async loadOrRefresh(shopId: string, stale?: string): Promise<string> {
-    // Set once the platform has answered a refresh: from then on its old refresh token is spent, and these are the
-    // shop's only working tokens.
-    let refreshed: { token: string; columns: ReturnType<ShopTokens['tokenColumns']>; at: Date } | undefined;
-    let outcome: string | { refused: ServiceError };
+    const deadline = Date.now() + this.leaseMs + LEASE_WAIT_EXTRA_MS;
+    for (;;) {
+      const row = await this.storedTokens(shopId);
+      if (!row?.access_token) throw notInstalled();
+      const token = this.cipher.open(row.access_token, shopId);
+      if (token === null) throw platformUnavailable('the stored access token does not decrypt under TOKEN_ENCRYPTION_KEY');
+      const expiresAt = row.access_token_expires_at ? new Date(row.access_token_expires_at).getTime() : null;
+      if (token !== stale && !this.expiring(expiresAt)) {
+        this.tokens.set(shopId, { token, expiresAt });
+        return token;
+      }
+      if (!row.refresh_token) {
+        if (token !== stale) throw notInstalled();
+        // The platform refused the access token and there is no refresh token to try: that refusal is kept.
+        await this.ctx.db.withSession((run) => run(`UPDATE platform_installations SET access_refused_at = $2, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]));
+        throw notInstalled();
+      }
+      const lease = randomUUID();
+      const refresh = await this.takeLease(shopId, lease, row.access_token);
+      if (refresh !== null) return this.refreshUnderLease(shopId, row.domain, lease, refresh, stale !== undefined && token === stale);
+      // Another refresher holds the lease, or the tokens changed since they were read: look again in a moment.
+      if (Date.now() > deadline) throw platformUnavailable('the shop’s access token is being refreshed');
+      await sleep(LEASE_POLL_MS);
+    }
+  }
+
+  private async storedTokens(shopId: string) {
+    const [row] = await this.ctx.db.withSession((run) =>
+      run<{ domain: string; access_token: string | null; access_token_expires_at: Date | null; refresh_token: string | null }>(
+        `SELECT s.domain, i.access_token, i.access_token_expires_at, i.refresh_token
+           FROM platform_installations i JOIN shops s ON s.id = i.shop_id
+          WHERE i.shop_id = $1 AND s.uninstalled_at IS NULL`,
+        [shopId],
+      ),
+    );
+    return row;
+  }
+
+  /**
+   * Takes the shop's refresh lease when no one holds it (or its holder's lapsed) and the access token is still the one
+   * read (`seen`, as stored): the refresh token to spend, opened; null when not taken.
+   */
+  private async takeLease(shopId: string, lease: string, seen: string): Promise<string | null> {
+    const now = this.clock.now();
+    const [taken] = await this.ctx.db.withSession((run) =>
+      run<{ refresh_token: string | null }>(
+        `UPDATE platform_installations SET refresh_lease = $2, refresh_lease_until = $3
+          WHERE shop_id = $1 AND access_token = $4 AND (refresh_lease_until IS NULL OR refresh_lease_until <= $5)
+          RETURNING refresh_token`,
+        [shopId, lease, new Date(now.getTime() + this.leaseMs), seen, now],
+      ),
+    );
+    if (!taken) return null;
+    const refresh = taken.refresh_token ? this.cipher.open(taken.refresh_token, shopId) : null;
+    if (refresh === null) {
+      await this.releaseLease(shopId, lease);
+      throw notInstalled();
+    }
+    return refresh;
+  }
+
+  /** Gives the lease back (a refresh that failed before the platform answered); never fails the caller for it. */
+  private async releaseLease(shopId: string, lease: string): Promise<void> {
+    await this.ctx.db
+      .withSession((run) => run(`UPDATE platform_installations SET refresh_lease = NULL, refresh_lease_until = NULL WHERE shop_id = $1 AND refresh_lease = $2`, [shopId, lease]))
+      .catch(() => undefined);
+  }
+
+  /** The refresh itself, under the lease: the platform's answer, then the new tokens written (the lease given back). */
+  private async refreshUnderLease(shopId: string, domain: string, lease: string, refresh: string, refused: boolean): Promise<string> {
+    let answer: TokenAnswer;
     try {
-      outcome = await this.ctx.db.transaction(async (run): Promise<string | { refused: ServiceError }> => {
-        const [row] = await run<{ domain: string; access_token: string | null; access_token_expires_at: Date | null; refresh_token: string | null }>(
-          `SELECT s.domain, i.access_token, i.access_token_expires_at, i.refresh_token
-             FROM platform_installations i JOIN shops s ON s.id = i.shop_id
-            WHERE i.shop_id = $1 AND s.uninstalled_at IS NULL FOR UPDATE OF i`,
-          [shopId],
-        );
-        if (!row?.access_token) throw notInstalled();
-        const token = this.cipher.open(row.access_token, shopId);
-        if (token === null) throw platformUnavailable('the stored access token does not decrypt under TOKEN_ENCRYPTION_KEY');
-        const expiresAt = row.access_token_expires_at ? new Date(row.access_token_expires_at).getTime() : null;
-        if (token !== stale && !this.expiring(expiresAt)) {
-          this.tokens.set(shopId, { token, expiresAt });
-          return token;
-        }
-        const refresh = row.refresh_token ? this.cipher.open(row.refresh_token, shopId) : null;
-        if (!refresh) {
-          if (token !== stale) throw notInstalled();
-          // The platform refused the access token and there is no refresh token to try: that refusal is kept.
-          await run(`UPDATE platform_installations SET access_refused_at = $2, updated_at = $2 WHERE shop_id = $1`, [shopId, this.clock.now()]);
-          return { refused: notInstalled() };
-        }
-        let answer: TokenAnswer;
-        try {
-          answer = await this.tokenRequest(row.domain, {
-            client_id: this.settings.apiKey,
-            client_secret: this.settings.apiSecret,
-            grant_type: 'refresh_token',
-            refresh_token: refresh,
-          });
-        } catch (err) {
-          if (!(err instanceof ServiceError && err.code === 'app_not_installed')) throw err;
-          // The platform will not refresh this token again (its answer to an earlier refresh was lost, say, which
-          // spent the refresh token): forget both, so the merchant's next visit to the app exchanges a new one.
-          // Asked because the platform had just refused the access token (a 401), this is the platform refusing svc
-          // the shop altogether, as after an uninstall: kept (access_refused_at), for the uninstall's confirmation.
-          await run(
-            `UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2,
-                    access_refused_at = CASE WHEN $3::boolean THEN $2 ELSE access_refused_at END WHERE shop_id = $1`,
-            [shopId, this.clock.now(), stale !== undefined && token === stale],
-          );
-          this.tokens.delete(shopId);
-          return { refused: err };
-        }
-        const at = this.clock.now();
-        refreshed = { token: answer.access_token, columns: this.tokenColumns(shopId, answer, at), at };
-        await run(STORE_REFRESHED, storeRefreshedParams(shopId, refreshed.columns, at));
-        return answer.access_token;
+      answer = await this.tokenRequest(domain, {
+        client_id: this.settings.apiKey,
+        client_secret: this.settings.apiSecret,
+        grant_type: 'refresh_token',
+        refresh_token: refresh,
       });
     } catch (err) {
-      // The platform rotated the tokens, but the transaction that kept them failed (its UPDATE or its COMMIT): keep
-      // them in a statement of their own. Lost, they would leave the database with a spent refresh token, and the
-      // shop disconnected at the next refresh on any instance.
-      if (!refreshed) throw err;
-      const { columns, at } = refreshed;
-      await this.ctx.db.withSession((run) => run(STORE_REFRESHED, storeRefreshedParams(shopId, columns, at))).catch(() => {
+      if (!(err instanceof ServiceError && err.code === 'app_not_installed')) {
+        await this.releaseLease(shopId, lease);
         throw err;
-      });
-      outcome = refreshed.token;
+      }
+      // The platform will not refresh this token again (its answer to an earlier refresh was lost, say, which spent
+      // the refresh token): forget both, so the merchant's next visit to the app exchanges a new one. Asked because
+      // the platform had just refused the access token (a 401), this is the platform refusing svc the shop
+      // altogether, as after an uninstall: kept (access_refused_at), for the uninstall's confirmation.
+      await this.ctx.db.withSession((run) =>
+        run(
+          `UPDATE platform_installations SET access_token = NULL, refresh_token = NULL, updated_at = $2, refresh_lease = NULL, refresh_lease_until = NULL,
+                  access_refused_at = CASE WHEN $3::boolean THEN $2 ELSE access_refused_at END WHERE shop_id = $1 AND refresh_lease = $4`,
+          [shopId, this.clock.now(), refused, lease],
+        ),
+      );
+      this.tokens.delete(shopId);
+      throw err;
     }
-    if (typeof outcome !== 'string') throw outcome.refused;
-    // The new token is used here only once it is stored (committed): never a token the other instances cannot see.
-    if (refreshed) this.tokens.set(shopId, { token: refreshed.token, expiresAt: refreshed.columns.accessTokenExpiresAt?.getTime() ?? null });
-    return outcome;
+    // From here the old refresh token is spent and these are the shop's only working tokens: they are written even
+    // if the statement must be tried twice (lost, the shop would be disconnected at the next refresh on any instance).
+    const at = this.clock.now();
+    const columns = this.tokenColumns(shopId, answer, at);
+    const store = () => this.ctx.db.withSession((run) => run(STORE_REFRESHED, storeRefreshedParams(shopId, columns, at, lease)));
+    await store().catch((err: unknown) =>
+      store().catch(() => {
+        throw err;
+      }),
+    );
+    // The new token is used here only once it is stored: never a token the other instances cannot see.
+    this.tokens.set(shopId, { token: answer.access_token, expiresAt: columns.accessTokenExpiresAt?.getTime() ?? null });
+    return answer.access_token;
   }
 }
