@@ -6,6 +6,7 @@ import { ServiceError } from '../domain/errors.js';
 import { shopifyPlatform } from '../platform/shopify/index.js';
 import { createServiceContext, systemClock } from '../services/context.js';
 import { findCommand, OPTIONS, USAGE, type CliHost, type Options } from './commands.js';
+import { runThroughServer } from './control.js';
 import { CliRefusal, UsageError, type Out } from './io.js';
 
 /** The CLI's own host: the command opens the configured database itself, and closes it when done. */
@@ -46,12 +47,13 @@ export function parseCommandLine(argv: string[]): { positionals: string[]; optio
 
 /**
  * Runs one CLI command; returns the exit code: 0 done, 1 failed (a plain message on stderr: bad configuration, the
- * embedded database held by another process, a refused input), 2 bad usage. `host`: where the command's database
- * work is done (the CLI's own connection unless given: a running server passes its own, control.ts).
+ * embedded database held by another process, a refused input), 2 bad usage. On the embedded database held by a
+ * running server, the command runs in that server (control.ts). `host`: given by a server running a command sent to
+ * it (its configuration and database); absent, the CLI opens the configured database itself.
  */
-export async function runCli(argv: string[], io: Out, env: NodeJS.ProcessEnv = process.env, host?: (config: Config) => CliHost): Promise<number> {
+export async function runCli(argv: string[], io: Out, env: NodeJS.ProcessEnv = process.env, host?: CliHost): Promise<number> {
   try {
-    return await runCommand(argv, io, env, host ?? localHost);
+    return await runCommand(argv, io, env, host);
   } catch (err) {
     if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) return usageError(io, (err as Error).message);
     if (err instanceof UsageError) return usageError(io, err.message);
@@ -63,20 +65,27 @@ export async function runCli(argv: string[], io: Out, env: NodeJS.ProcessEnv = p
   }
 }
 
-async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv, hostOf: (config: Config) => CliHost): Promise<number> {
+async function runCommand(argv: string[], io: Out, env: NodeJS.ProcessEnv, host: CliHost | undefined): Promise<number> {
   const { positionals, options } = parseCommandLine(argv);
   if (options.help || !positionals.length) {
     io.out(USAGE);
     return options.help ? 0 : 2;
   }
   const found = findCommand(positionals);
+  // A command that never opens the database runs where it was typed, never in a server.
+  if (host && found && !found.command.database) throw new CliRefusal(`${found.command.name} runs in the CLI's own process, not through a server`);
   if (found?.command.name === 'mcp-stdio') {
     const { runMcpStdio } = await import('../mcp/stdio.js');
     return runMcpStdio(env, io);
   }
-  const config = loadConfig(env);
+  const config = host?.config ?? loadConfig(env);
   if (!found) return usageError(io, `unknown command "${positionals.join(' ')}"`);
-  return found.command.run({ args: found.args, options, io, host: hostOf(config) });
+  // The embedded database held by a running server: the command runs there (control.ts).
+  if (!host && found.command.database && config.database.kind === 'pglite') {
+    const code = await runThroughServer(config.database.dataDir, argv, io);
+    if (code !== null) return code;
+  }
+  return found.command.run({ args: found.args, options, io, host: host ?? localHost(config) });
 }
 
 function usageError(io: Out, msg: string): number {
