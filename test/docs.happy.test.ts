@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 
-/** The OpenAPI document, the reference page and the health endpoints (PRODUCT §8). */
+/** The OpenAPI document, the reference page and the health endpoints (docs/product.md, "Operating it"). */
 
 let t: TestApp;
 let doc: any;

@@ -133,7 +133,7 @@ export const ContractEvent = z
   .meta({ id: 'ContractEvent' });
 export type ContractEvent = z.infer<typeof ContractEvent>;
 
-/** What a key may do, chosen at generation and fixed for its life (PRODUCT §1). */
+/** What a key may do, chosen at generation and fixed for its life (docs/product.md, "API keys"). */
 export const KeyAccess = z.enum(['read_write', 'read_only']).meta({
   description: 'read_write: read and change contracts. read_only: read contracts and events only; changes get 403 insufficient_scope.',
 });

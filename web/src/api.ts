@@ -8,7 +8,10 @@ export type ShopInfo = {
   limits: { maxActiveKeys: number; maxWebhookEndpoints: number };
   platform: PlatformInfo;
 };
-/** Platform mode (PRODUCT §9): the install's import of the shop's contracts, and whether the shop can upgrade itself. */
+/**
+ * Platform mode (docs/product.md, "Platform mode"): the install's import of the shop's contracts, and whether the shop
+ * can upgrade itself.
+ */
 export type ImportStatus = 'pending' | 'running' | 'completed' | 'failed';
 export type ImportProgress = {
   status: ImportStatus;
@@ -80,7 +83,7 @@ export type ContractView = Omit<Contract, 'lines'> & {
 export type ContractPage = { contracts: ContractView[]; nextCursor: string | null; previousCursor: string | null };
 /** One contract as its admin page shows it: the actions its status allows and the newest page of its history. */
 export type ContractDetail = { contract: ContractView; allowedActions: ActionName[]; editable: boolean; events: ContractEvent[]; eventsNextCursor: string | null };
-/** Webhooks out (PRODUCT §10). */
+/** Webhooks out (docs/product.md, "Webhooks out"). */
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];
 export type WebhookDisabledReason = NonNullable<WebhookEndpoint['disabledReason']>;
