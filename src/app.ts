@@ -55,7 +55,10 @@ export type AppDeps = {
   extraRoutes?: (app: FastifyInstance) => void;
   /** Counts the requests, for background work that gives way to them (workers/webhookDispatcher.ts). */
   load?: RequestLoad;
-  /** Platform mode (PRODUCT §9): the platform's webhooks in, install on the admin's session token, the upgrade. */
+  /**
+   * Platform mode (docs/product.md, "Platform mode"): the platform's webhooks in, install on the admin's session token,
+   * the upgrade.
+   */
   shopify?: { services: Shopify; onWebhook?: () => void };
   /** The public keys GitHub signs leaked-key reports with (GITHUB_SECRET_SCANNING_KEYS_URL; GitHub's own by default). */
   secretScanningKeys?: SecretScanningKeys;

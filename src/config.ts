@@ -45,9 +45,9 @@ export const ConfigSchema = z.object({
   // Webhooks may reach private and loopback addresses, and http on loopback (development and tests only: SSRF).
   WEBHOOKS_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
-  // How long a receiver has to answer one delivery (PRODUCT §10: 15 s).
+  // How long a receiver has to answer one delivery (docs/product.md, "Webhooks out": 15 s).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(15_000),
-  // Where the contracts live (PRODUCT §9): svc's own table, or the platform's (Shopify).
+  // Where the contracts live (docs/product.md, "Platform mode"): svc's own table, or the platform's (Shopify).
   PLATFORM: z.enum(['standalone', 'shopify']).default('standalone'),
   // 32 bytes, base64 or hex: the key the platform's access tokens are stored under (AES-256-GCM). Platform mode only.
   TOKEN_ENCRYPTION_KEY: optionalString.refine((v) => v === undefined || decodeKey(v) !== null, {
@@ -62,7 +62,8 @@ export const ConfigSchema = z.object({
   // The Enterprise app subscription's price: an amount and a currency, e.g. "299.00 USD".
   ENTERPRISE_PLAN_PRICE: z.string().regex(/^\d+(\.\d{1,2})? [A-Z]{3}$/, 'must be an amount and a currency, e.g. 299.00 USD').default('299.00 USD'),
   SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
-  // How often reconciliation re-reads the contracts updated since its last sweep (PRODUCT §9: 15 minutes).
+  // How often reconciliation re-reads the contracts updated since its last sweep (docs/product.md, "Platform mode":
+  // 15 minutes).
   PLATFORM_SYNC_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
   // Renewals: bill ACTIVE contracts on their next billing date (off: nothing is billed by this instance); a cycle
   // later than BILLING_MAX_LATE (an ISO 8601 duration) is recorded as missed instead; attempts in flight per process.
@@ -120,7 +121,7 @@ export type Config = {
 /** Renewals: whether this instance bills, how late a cycle may be billed, and how many attempts it has in flight. */
 export type BillingConfig = { enabled: boolean; maxLateMs: number; concurrency: number };
 
-/** Platform mode's settings (PRODUCT §9); `kind: 'standalone'` has none. */
+/** Platform mode's settings (docs/product.md, "Platform mode"); `kind: 'standalone'` has none. */
 export type PlatformConfig = { kind: 'standalone' } | ShopifyConfig;
 export type ShopifyConfig = {
   kind: 'shopify';

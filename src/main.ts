@@ -8,7 +8,7 @@ import { createLogger, scrubSecrets } from './http/logging.js';
  * PostgreSQL takes seconds, and so does loading these modules; the two overlap).
  */
 async function serverModules() {
-  const [app, rateLimitStore, context, sessionTokens, workers, load, addressGuard, shopify, secretScanning, testGateway, billingOutcome] = await Promise.all([
+  const [app, rateLimitStore, context, sessionTokens, workers, load, addressGuard, shopify, secretScanning, testGateway, billingOutcome, cli, control] = await Promise.all([
     import('./app.js'),
     import('./http/rateLimitStore.js'),
     import('./services/context.js'),
@@ -20,8 +20,10 @@ async function serverModules() {
     import('./services/secretScanningKeys.js'),
     import('./services/testGateway.js'),
     import('./services/recordBillingOutcome.js'),
+    import('./cli/run.js'),
+    import('./cli/control.js'),
   ]);
-  return { ...app, ...rateLimitStore, ...context, ...sessionTokens, ...workers, ...load, ...addressGuard, ...shopify, ...secretScanning, ...testGateway, ...billingOutcome };
+  return { ...app, ...rateLimitStore, ...context, ...sessionTokens, ...workers, ...load, ...addressGuard, ...shopify, ...secretScanning, ...testGateway, ...billingOutcome, ...cli, ...control };
 }
 
 /** Boot: config → database (+ migrations) → app → listen → scheduler; SIGTERM/SIGINT drain and stop cleanly. */
@@ -71,6 +73,9 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const {
+    runCli,
+    serveCliControl,
+    serverHost,
     buildApp,
     createRateLimitStore,
     createServiceContext,
@@ -145,6 +150,15 @@ async function main(): Promise<void> {
     await database.close();
     process.exit(1);
   }
+  // On the embedded database, which serves this process alone, the CLI's commands run here (cli/control.ts): opened
+  // before the line that says it listens, so a CLI started on that line finds it.
+  const control =
+    config.database.kind === 'pglite'
+      ? await serveCliControl(config.database.dataDir, (argv, io) => runCli(argv, io, {}, serverHost(config, ctx, shopify)), log).catch((err: unknown) => {
+          log.warn({ err: { message: (err as Error).message } }, 'the CLI cannot reach this server: its control socket could not be opened');
+          return null;
+        })
+      : null;
   // Handled before the line that says it listens: whoever waits for that line may signal at once, and a signal
   // with no handler yet would end the process on the spot.
   let stopping = false;
@@ -158,6 +172,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     force.unref();
     try {
+      await control?.close();
       await workers.stop();
       // close() drops connections idle at this moment only; a keep-alive connection whose request is still in
       // flight would hold it open until the client hangs up (keepAliveTimeout: over a minute), so close each one

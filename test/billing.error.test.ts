@@ -244,7 +244,7 @@ describe('outcomes late, twice, unknown; a gateway down; two workers', () => {
 
   it('a round ends even when a due contract turns out to have nothing to bill, and bills the others', async () => {
     // Inconsistent on purpose: a retry time with no cycle, on a schedule far too late. The database counts it as due;
-    // planning bills nothing (a cycle too late is not billed, and a retry time means it is not billing_missed's).
+    // planning bills nothing (with no cycle it is no retry, and its scheduled cycle is too late: a missed cycle).
     const stuck = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 30 * DAY) });
     await sql(t, `UPDATE subscription_contracts SET billing_next_attempt_at = $2 WHERE id = $1`, [stuck.id, new Date(NOW.getTime() - 29 * DAY)]);
     const other = await insertContract(t, shopId, { nextBillingDate: new Date(NOW.getTime() - 1_000) });

@@ -3,7 +3,7 @@ import { generateKey } from '../src/services/generateKey.js';
 import { bearer, startTestApp, type TestApp } from './support/app.js';
 import { API, insertContract, setContract } from './support/fixtures.js';
 
-/** Reading contracts and their history (PRODUCT §3 "Reads"). */
+/** Reading contracts and their history (docs/product.md, "Subscription contracts", "Reads"). */
 
 let t: TestApp;
 beforeAll(async () => {

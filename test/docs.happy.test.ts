@@ -4,7 +4,7 @@ import { isOperationName, OPERATIONS as OPERATION_TABLE, permissionCases, permis
 import { between, permissionsTable, TABLE_END, TABLE_START, toolsTable, TOOLS_END, TOOLS_START } from '../scripts/permissions-table.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
-/** The OpenAPI document, the reference page and the health endpoints (PRODUCT §8). */
+/** The OpenAPI document, the reference page and the health endpoints (docs/product.md, "Operating it"). */
 
 let t: TestApp;
 let doc: any;

@@ -118,8 +118,8 @@ export const submittedAttempts = perDatabase(
     new Batcher<{ id: string; reference: string | null; at: Date }, void>(
       async (inputs) => {
         // Planned at each run: the attempts table grows by thousands a second during a billing storm, and the plan
-        // PostgreSQL kept for a prepared statement, made while it was small, read every attempt to update fifty
-        // (~11 ms a batch at 100,000; auto_explain), with or without the ids also given as `= ANY`.
+        // PostgreSQL kept for a prepared statement, made while it was small, read every attempt to update fifty,
+        // with or without the ids also given as `= ANY`.
         await db.unprepared(MARK_SUBMITTED, [inputs.map((i) => i.id), inputs.map((i) => i.reference), inputs[0].at]);
         return inputs.map(() => undefined);
       },

@@ -72,7 +72,7 @@ const observing = (onQuery: QueryObserver | undefined) => (onQuery ? { logger: {
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.kind === 'pglite') {
     if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
-    // Loaded only when used: PGlite's WebAssembly Postgres adds ~45 MB to a process that runs on PostgreSQL.
+    // Loaded only when used: PGlite's WebAssembly Postgres is tens of megabytes a process on PostgreSQL need not hold.
     const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
     const client = opts.pglite ?? (await PGlite.create(opts.dataDir ?? 'memory://'));
     const run: RunSql = async (text, params, o) => {

@@ -1,40 +1,36 @@
-import type { ContractState } from '../domain/contract.js';
+import { CONTRACT_STATE_KEYS, type ContractState, type ContractStateKey } from '../domain/contract.js';
 import type { WithJsonText } from '../domain/resources.js';
+import { contracts, type ContractRow } from './schema.js';
 
 /**
- * The columns of a contract's state, once: the reads select them under the domain's names, and the change path's
- * statement writes them from arrays of this list's order. A new field of the state is a column here and in a
- * migration; no statement is written by hand again.
+ * The columns of a contract's state, derived: one per key of ContractState (domain/contract.ts), under the column
+ * name and SQL type the table declares for it (schema.ts, held to the migrations by test/schema.drift.test.ts). The
+ * reads select them under the domain's names, and the change path's statement writes them from arrays of this list's
+ * order. A new field of the state is a key of ContractState, a column of the table and a migration; no statement is
+ * written by hand again.
  *
  * `json` columns are written only when the command changed them (a new object: commands never mutate one they
  * read), SQL NULL standing for "as it is": a pause does not send the lines back to the database.
  */
-export type StateColumn = { readonly column: string; readonly key: keyof ContractState; readonly type: 'text' | 'int' | 'timestamptz' | 'json' | 'jsonb'; readonly json?: true };
+export type StateColumn = { readonly column: string; readonly key: ContractStateKey; readonly type: 'text' | 'int' | 'timestamptz' | 'json' | 'jsonb'; readonly json?: true };
 
-export const STATE_COLUMNS: readonly StateColumn[] = [
-  { column: 'status', key: 'status', type: 'text' },
-  { column: 'customer_id', key: 'customerId', type: 'text' },
-  { column: 'customer_email', key: 'customerEmail', type: 'text' },
-  { column: 'billing_interval', key: 'billingInterval', type: 'text' },
-  { column: 'billing_interval_count', key: 'billingIntervalCount', type: 'int' },
-  { column: 'delivery_interval', key: 'deliveryInterval', type: 'text' },
-  { column: 'delivery_interval_count', key: 'deliveryIntervalCount', type: 'int' },
-  { column: 'next_billing_date', key: 'nextBillingDate', type: 'timestamptz' },
-  { column: 'paused_at', key: 'pausedAt', type: 'timestamptz' },
-  { column: 'resume_at', key: 'resumeAt', type: 'timestamptz' },
-  { column: 'cancelled_at', key: 'cancelledAt', type: 'timestamptz' },
-  { column: 'cancellation_reason', key: 'cancellationReason', type: 'text' },
-  { column: 'lines', key: 'lines', type: 'json', json: true },
-  { column: 'shipping_address', key: 'shippingAddress', type: 'json', json: true },
-  { column: 'delivery_price', key: 'deliveryPrice', type: 'json', json: true },
-  { column: 'discounts', key: 'discounts', type: 'json', json: true },
-  { column: 'totals', key: 'totals', type: 'json', json: true },
-  { column: 'billing_status', key: 'billingStatus', type: 'text' },
-  { column: 'billing_failed_attempts', key: 'billingFailedAttempts', type: 'int' },
-  { column: 'billing_next_attempt_at', key: 'billingNextAttemptAt', type: 'timestamptz' },
-  { column: 'billing_cycle_date', key: 'billingCycleDate', type: 'timestamptz' },
-  { column: 'billing_last_attempt', key: 'billingLastAttempt', type: 'jsonb', json: true },
-];
+/** The array type a state column's values travel as, from the column's SQL type. */
+function arrayTypeOf(sqlType: string, key: string): StateColumn['type'] {
+  if (sqlType === 'text' || sqlType === 'integer' || sqlType === 'json' || sqlType === 'jsonb') return sqlType === 'integer' ? 'int' : sqlType;
+  if (/^timestamp(\s*\(\d\))? with time zone$/.test(sqlType)) return 'timestamptz';
+  throw new Error(`contract state column ${key}: no array type for SQL type ${sqlType}`);
+}
+
+export const STATE_COLUMNS: readonly StateColumn[] = CONTRACT_STATE_KEYS.map((key) => {
+  const column = contracts[key];
+  const type = arrayTypeOf(column.getSQLType(), key);
+  return type === 'json' || type === 'jsonb' ? { column: column.name, key, type, json: true } : { column: column.name, key, type };
+});
+
+/** The compiler's half of the same check: the row's fields of the state have exactly the state's types. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const rowHoldsTheState: Same<Pick<ContractRow, ContractStateKey>, ContractState> = true;
+void rowHoldsTheState;
 
 /**
  * The select list of a contract row (alias `c`): every column under the name the row type gives it. `jsonAsText`:

@@ -12,8 +12,8 @@
  */
 
 /**
- * The outbox of outgoing webhooks (PRODUCT §10): one delivery per committed event and enabled endpoint of the shop
- * that subscribed to its type. The dispatcher (workers/webhookDispatcher.ts) sends them.
+ * The outbox of outgoing webhooks (docs/product.md, "Webhooks out"): one delivery per committed event and enabled
+ * endpoint of the shop that subscribed to its type. The dispatcher (workers/webhookDispatcher.ts) sends them.
  */
 const WEBHOOK_OUTBOX = `webhook_outbox AS (
     INSERT INTO webhook_deliveries (endpoint_id, shop_id, contract_id, event_id, contract_version, type, contract, next_attempt_at, created_at)
@@ -26,8 +26,8 @@ const WEBHOOK_OUTBOX = `webhook_outbox AS (
 /**
  * The attempt a billing event is about, as the contract keeps it after the event: every billing event's data carries
  * it (domain/commands/billingSteps.ts attemptData). From the event's data (jsonb) rather than the rendered contract
- * (json text): a lookup in the contract's text parses the whole contract, once per field read (auto_explain during a
- * billing storm: ~0.3 ms of the ~0.7 ms a billed contract's write cost PostgreSQL).
+ * (json text): a lookup in the contract's text parses the whole contract, once per field read, which during a billing
+ * storm is a large part of a billed contract's write.
  */
 const ATTEMPT = `CROSS JOIN LATERAL (SELECT ce.data -> 'attempt' AS a) x`;
 
@@ -48,8 +48,8 @@ const OUTCOME_EVENTS = `ce.type IN ('billing.succeeded', 'billing.failed', 'bill
  * key from an array of their ids: joined to the events alone, the planner (which cannot count them) may scan every
  * attempt of the table in each commit. The contract is named too, so that every index the planner may pick leads
  * with what is given: on a table that grew during a storm, with statistics of when it was small, it took the
- * contract's index (contract_id, created_at, id) for the id alone, a scan of the whole index in each commit (a
- * contract's write cost PostgreSQL 0.6 ms at 20,000 attempts and 1.9 ms at 100,000; auto_explain).
+ * contract's index (contract_id, created_at, id) for the id alone, a scan of the whole index in each commit, whose
+ * cost grew with the table.
  */
 const BILLING_ATTEMPTS_COMPLETED = `billing_attempts_completed AS (
     UPDATE billing_attempts b

@@ -46,11 +46,11 @@ export type BulkItemDone = { jobId: string; currencyCode: string; before: string
 /**
  * A list of JSON documents (the contract after each event, a request's recorded result) comes as ONE text parameter:
  * as a json[] parameter, each document would be escaped into an array literal by the driver and parsed out of it
- * again (a few kilobytes per change, ~4 % of an action's CPU).
+ * again (a few kilobytes per change, on every action).
  * - `jsonList`: a JSON array of them, taken apart in SQL in its order (each document is parsed once);
  * - `textList`: the documents joined by the ASCII record separator, which JSON.stringify never leaves unescaped in
  *   its output, split without being parsed: the contracts after each event, which only a webhook delivery keeps
- *   (cast to json there). Parsing every one cost PostgreSQL ~5 % of a billing storm, for events no endpoint wanted.
+ *   (cast to json there), so events no endpoint wants are never parsed.
  */
 const jsonList = (param: number) => `(SELECT array_agg(j ORDER BY n) FROM json_array_elements($${param}::json) WITH ORDINALITY AS t(j, n))`;
 const textList = (param: number) => `string_to_array($${param}::text, chr(30))`;
@@ -140,10 +140,10 @@ const commitStatement = (rows: (arrays: string[]) => string, withBulkItems = fal
 
 /**
  * The statement in two texts, by the batch's size. A small batch (a request's change, most often alone) reads its
- * input through svc_rows (batchInput.ts), so PostgreSQL keeps one plan for it: planning it at each run was ~2 of
- * the ~2.8 ms a lone change cost the database. A large one (a billing round's hundred) reads it through unnest,
- * planned for its batches or kept as PostgreSQL chooses: written through svc_rows, a storm's large batches cost
- * PostgreSQL ~255 µs per contract against ~190–230 µs (pg_stat_statements).
+ * input through svc_rows (batchInput.ts), so PostgreSQL keeps one plan for it: planned at each run, planning was most
+ * of what a lone change cost the database. A large one (a billing round's hundred) reads it through unnest, planned
+ * for its batches or kept as PostgreSQL chooses: through svc_rows, a storm's large batches cost PostgreSQL more per
+ * contract (docs/performance-log.md, "Figures behind the shape of the code").
  */
 const SMALL_BATCH = 10;
 const COMMIT_SMALL = { name: 'svc_write_contracts', text: commitStatement(batchRows) };
@@ -216,8 +216,8 @@ const writtenOrds = (rows: { ord: number }[], n: number) => {
  * The statement of one database, batched over concurrent callers: true where the write was made (false: the contract
  * moved on, or another writer held its row). One batch at the database at a time: each is a commit (a WAL flush),
  * and while one commits the next gathers every change that arrives meanwhile, so under load the commits grow with
- * the load instead of two half-size ones contending (paired bench runs: ~10 % more actions per second, ~12 % less
- * PostgreSQL CPU per action than with two). A lone change still goes out at once.
+ * the load instead of two half-size ones contending (more actions a second, and less of PostgreSQL per action, than
+ * with two in paired benchmark runs). A lone change still goes out at once.
  */
 export const contractWrites = perDatabase((db: Database) => writeBatcher(db));
 

@@ -17,7 +17,7 @@ export class EmbeddedDatabaseInUse extends Error {}
 
 export type EmbeddedLock = { release(): void };
 
-type Holder = { pid?: number; role?: string; since?: string; start?: string };
+export type Holder = { pid?: number; role?: string; since?: string; start?: string };
 
 const readText = (file: string): string | null => {
   try {
@@ -56,6 +56,19 @@ export function holderAlive(holder: Holder): boolean {
   // A zombie (killed, not yet reaped), a dead one, or another process under a reused pid.
   if (proc.state === 'Z' || proc.state === 'X' || proc.state === 'x') return false;
   return holder.start === undefined || holder.start === proc.start;
+}
+
+/** The live process holding the embedded database in `dataDir` (its role, pid and since when), or null when none does. */
+export function embeddedLockHolder(dataDir: string): Holder | null {
+  const text = readText(path.join(dataDir, 'svc.lock'));
+  if (text === null) return null;
+  let holder: Holder;
+  try {
+    holder = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return holder.pid !== process.pid && holderAlive(holder) ? holder : null;
 }
 
 export function acquireEmbeddedLock(dataDir: string, role: string): EmbeddedLock {

@@ -31,10 +31,10 @@ export type RequestLogWriterOptions = {
  * holds a hundred rows, which the database inserts for a fraction of what one statement per turn would cost.
  *
  * Why a hundred and not more: an entry that waits for its batch outlives the garbage collector's young generation
- * and is copied into the old one; with batches of 500 at 8,000 GETs a second, the log doubled the collector's time
- * per GET (11 to 21 µs, on a GET of ~100 µs, in a CPU profile). Batches of 100 leave every ~12 ms at that rate
- * (`npm run bench:requestlog`, one run each: the GET's rise 11 % against 15 % with 500, PostgreSQL's cost the same).
- * Each entry waits as its JSON text, one flat string, rather than as an object of fourteen fields.
+ * and is copied into the old one; at a GET rate the API serves, batches of 500 doubled the collector's time per GET,
+ * while batches of 100 leave within milliseconds and cost the database the same (`npm run bench:requestlog`;
+ * docs/performance-log.md, "Figures behind the shape of the code"). Each entry waits as its JSON text, one flat
+ * string, rather than as an object of fourteen fields.
  *
  * A backlog (more than a batch waiting when the database answers: it was slower than the requests came) goes in one
  * INSERT of up to a thousand rows rather than in batches of a hundred one after another: written a hundred per round

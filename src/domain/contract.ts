@@ -35,37 +35,49 @@ export type Totals = { subtotal: string; discounts: string; shipping: string; to
 export const BILLING_STATUSES = ['ok', 'retrying', 'action_required'] as const;
 export type BillingStatus = (typeof BILLING_STATUSES)[number];
 
+/** A field of the contract's state as a value: its type is there for the compiler only. */
+type Field<T> = (value: T) => T;
+const field = <T>(): Field<T> => (value) => value;
+
 /**
  * The whole contract as the domain reads and writes it: status and dates, what is delivered (lines, shipping
  * address, delivery price, discounts, with their totals), how often (billing and delivery policy), who to (the
  * customer), and where its billing stands. Flat, with the names of the row's columns, so a stored row is a state and
  * every command's `decide` works on the same shape in both modes.
+ *
+ * Declared once, as a value: the type ContractState and the list of its keys (CONTRACT_STATE_KEYS, from which the
+ * state's columns are read: db/contractColumns.ts) both come from it.
  */
-export type ContractState = {
-  status: ContractStatus;
-  customerId: string;
-  customerEmail: string;
-  billingInterval: Interval;
-  billingIntervalCount: number;
-  deliveryInterval: Interval;
-  deliveryIntervalCount: number;
-  nextBillingDate: Date;
-  pausedAt: Date | null;
-  resumeAt: Date | null;
-  cancelledAt: Date | null;
-  cancellationReason: string | null;
-  lines: Line[];
-  shippingAddress: ShippingAddress | null;
-  deliveryPrice: Money | null;
-  discounts: Discount[];
-  totals: Totals;
+const CONTRACT_STATE = {
+  status: field<ContractStatus>(),
+  customerId: field<string>(),
+  customerEmail: field<string>(),
+  billingInterval: field<Interval>(),
+  billingIntervalCount: field<number>(),
+  deliveryInterval: field<Interval>(),
+  deliveryIntervalCount: field<number>(),
+  nextBillingDate: field<Date>(),
+  pausedAt: field<Date | null>(),
+  resumeAt: field<Date | null>(),
+  cancelledAt: field<Date | null>(),
+  cancellationReason: field<string | null>(),
+  lines: field<Line[]>(),
+  shippingAddress: field<ShippingAddress | null>(),
+  deliveryPrice: field<Money | null>(),
+  discounts: field<Discount[]>(),
+  totals: field<Totals>(),
   /** Renewals: where the billing of the current cycle stands (see domain/billing.ts). */
-  billingStatus: BillingStatus;
-  billingFailedAttempts: number;
-  billingNextAttemptAt: Date | null;
-  billingCycleDate: Date | null;
-  billingLastAttempt: AttemptState | null;
+  billingStatus: field<BillingStatus>(),
+  billingFailedAttempts: field<number>(),
+  billingNextAttemptAt: field<Date | null>(),
+  billingCycleDate: field<Date | null>(),
+  billingLastAttempt: field<AttemptState | null>(),
 };
+
+export type ContractState = { [K in keyof typeof CONTRACT_STATE]: (typeof CONTRACT_STATE)[K] extends Field<infer T> ? T : never };
+export type ContractStateKey = keyof ContractState;
+/** Every key of ContractState, in the order of its declaration. */
+export const CONTRACT_STATE_KEYS = Object.keys(CONTRACT_STATE) as readonly ContractStateKey[];
 
 /** The state part of a contract (of a row, say), as a state of its own: what a command copies and changes. */
 export function stateOf(c: ContractState): ContractState {

@@ -148,7 +148,8 @@ type LogMethod = (...args: unknown[]) => void;
 
 /**
  * A request's logger (req.log, bound to its requestId), made only when something logs through it: most requests log
- * nothing but their access line (written apart, above), and a pino child per request was ~2 % of a request's CPU.
+ * nothing but their access line (written apart, above), and a pino child made for every request would cost each of
+ * them that much more for nothing.
  */
 class RequestLogger {
   private made: Logger | null = null;

@@ -12,7 +12,7 @@ export type ServiceContext = {
   clock: Clock;
   /** API_ACCESS_FREE_UNTIL: every shop has API access before this moment. */
   freeUntil: Date | null;
-  /** Where the contracts live (PRODUCT §9): svc's own table (standalone) or the platform's. */
+  /** Where the contracts live (docs/product.md, "Platform mode"): svc's own table (standalone) or the platform's. */
   platform: PlatformPort;
   /** Where webhooks may be sent (WEBHOOKS_ALLOW_PRIVATE) and how names resolve: the SSRF guard's policy. */
   webhookAddresses: AddressPolicy;

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, lte } from 'drizzle-orm';
 import { matching } from '../db/contractFilterSql.js';
-import { contracts } from '../db/schema.js';
+import { CONTRACT_ROW, contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
 import { criteriaOf, type ContractFilter } from '../domain/contractFilter.js';
 import { decodeCursor, PAGE_LIMIT, toPage } from '../domain/paging.js';
@@ -25,7 +25,7 @@ export async function listContracts({
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   await resumeDueOfShop(ctx, shopId);
   const rows = await ctx.db.orm
-    .select()
+    .select(CONTRACT_ROW)
     .from(contracts)
     .where(and(matching(shopId, criteriaOf({ ...input, status: typeof input.status === 'string' ? [input.status] : input.status })), after ? gt(contracts.id, after) : undefined))
     .orderBy(asc(contracts.id))

@@ -1,6 +1,7 @@
 import { attemptRows } from '../db/billingRows.js';
 import { DEFAULT_BILLING_POLICY, type BillingOutcome } from '../domain/billing.js';
-import { ServiceError } from '../domain/errors.js';
+import { billingOutcome } from '../domain/commands/billingOutcome.js';
+import { parseInput, ServiceError } from '../domain/errors.js';
 import type { ServiceContext } from './context.js';
 import { SYSTEM } from './principal.js';
 import { runDecided } from './runner.js';
@@ -35,7 +36,8 @@ export async function recordBillingOutcome(ctx: ServiceContext, report: OutcomeR
     ctx,
     SYSTEM.billing,
     { shopId: report.shopId, contractId, read: found.contract },
-    { name: 'billing_outcome', input: { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY } },
+    // Checked by the command's schema: an outcome comes from outside (a gateway, the platform).
+    { name: 'billing_outcome', input: parseInput(billingOutcome.input, { attemptId: found.attemptId, outcome: report.outcome, policy: found.policy ?? DEFAULT_BILLING_POLICY }) },
     { background: true },
   );
   return { changed: !!committed?.changed, contractId };

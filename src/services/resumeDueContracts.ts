@@ -1,5 +1,5 @@
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
-import { contracts } from '../db/schema.js';
+import { CONTRACT_ROW, contracts } from '../db/schema.js';
 import { SYSTEM } from './principal.js';
 import { runCommand } from './runner.js';
 import type { ServiceCall } from './context.js';
@@ -18,7 +18,7 @@ export async function resumeDueContracts({
 }: ServiceCall<{ limit?: number; shopId?: string; wait?: boolean }>): Promise<{ due: number; resumed: number; maxLagMs: number }> {
   const now = ctx.clock.now();
   const due = await ctx.db.orm
-    .select()
+    .select(CONTRACT_ROW)
     .from(contracts)
     .where(and(eq(contracts.status, 'PAUSED'), lte(contracts.resumeAt, now), input.shopId ? eq(contracts.shopId, input.shopId) : sql`true`))
     .orderBy(asc(contracts.resumeAt))

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gt, lt, or, sql, type SQL } from 'drizzle-orm';
 import { matching } from '../db/contractFilterSql.js';
-import { contracts } from '../db/schema.js';
+import { CONTRACT_ROW, contracts } from '../db/schema.js';
 import type { ContractStatus } from '../domain/contract.js';
 import { criteriaOf, type ContractFilter } from '../domain/contractFilter.js';
 import { fitsInt8 } from '../domain/ids.js';
@@ -40,7 +40,7 @@ export async function searchContracts({
   const newer = cursor?.towards === 'newer';
   if (cursor) where.push(newer ? gt(contracts.id, cursor.id) : lt(contracts.id, cursor.id));
   const rows = await ctx.db.orm
-    .select()
+    .select(CONTRACT_ROW)
     .from(contracts)
     .where(and(...where))
     .orderBy(newer ? asc(contracts.id) : desc(contracts.id))

@@ -1,5 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { contracts } from '../db/schema.js';
+import { CONTRACT_ROW, contracts } from '../db/schema.js';
 import { totalsOf, type Line, type ShippingAddress } from '../domain/contract.js';
 import { addInterval, type Interval } from '../domain/time.js';
 import { toContract, type Contract } from '../domain/resources.js';
@@ -88,7 +88,7 @@ export async function seedContracts({
   }
   const created = [];
   for (let i = 0; i < rows.length; i += 500) {
-    created.push(...(await ctx.db.orm.insert(contracts).values(rows.slice(i, i + 500)).returning()));
+    created.push(...(await ctx.db.orm.insert(contracts).values(rows.slice(i, i + 500)).returning(CONTRACT_ROW)));
   }
   return created.map((row) => toContract(row));
 }

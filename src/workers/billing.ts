@@ -2,11 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { claimDueContracts, lockDueContracts, unsubmittedAttempts, type UnsubmittedAttempt } from '../db/billingRows.js';
 import { contractRows } from '../db/contractRows.js';
 import type { ContractRow } from '../db/schema.js';
+import { isTooLateToBill } from '../domain/commands/billingSteps.js';
 import type { Command } from '../domain/commands/registry.js';
+import { ServiceError } from '../domain/errors.js';
 import type { ServiceContext } from '../services/context.js';
 import { SYSTEM } from '../services/principal.js';
 import { runCommandBatch, submitAttempts } from '../services/runner.js';
 import { Worker, type WorkerLog } from './worker.js';
+
+/**
+ * A contract that stopped being billable between its claim and its planning (paused or ended meanwhile: 409
+ * invalid_state) is simply not billed: not a failure worth a log line.
+ */
+const noLongerBillable = (err: unknown) => err instanceof ServiceError && err.code === 'invalid_state';
 
 /** Contracts claimed per statement. */
 const BATCH = 500;
@@ -85,7 +93,7 @@ export class BillingWorker extends Worker {
         if (!outcomes.length) break;
         if (outcomes.length === batch && !this.ctx.platform.callsOut) this.catchingUp = true;
         for (const o of outcomes) {
-          if (o.error) this.couldNotBill(o.row, o.error);
+          if (o.error && !noLongerBillable(o.error)) this.couldNotBill(o.row, o.error);
           if (!o.committed?.changed) {
             leftDue.push(o.row.id);
             continue;
@@ -141,11 +149,10 @@ export class BillingWorker extends Worker {
     );
   }
 
-  /** What the worker asks of a due contract: its attempt, or, for a scheduled cycle later than `maxLateMs`, a missed cycle. */
+  /** What the worker asks of a due contract: its attempt, or, for a cycle too late to bill, a missed cycle. */
   private commandOf(row: ContractRow, now: Date): Command {
     const { maxLateMs } = this.opts;
-    const late = row.billingNextAttemptAt === null && now.getTime() - row.nextBillingDate.getTime() > maxLateMs;
-    return late ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId: randomUUID(), maxLateMs } };
+    return isTooLateToBill(row, now, maxLateMs) ? { name: 'billing_missed', input: { maxLateMs } } : { name: 'bill', input: { attemptId: randomUUID(), maxLateMs } };
   }
 
   private couldNotBill(row: ContractRow, err: unknown): void {

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { totalsOf, type Line } from '../../src/domain/contract.js';
 import { expect } from 'vitest';
 import type { Database } from '../../src/db/client.js';
-import { contractEvents, contracts, type ContractEventRow, type ContractRow } from '../../src/db/schema.js';
+import { CONTRACT_ROW, contractEvents, contracts, type ContractEventRow, type ContractRow } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from './app.js';
 
 /** Shared helpers for the behaviour tests: database state set and read directly, admin auth, envelopes. */
@@ -53,12 +53,12 @@ export async function insertContract(t: TestApp, shopId: string, over: NewContra
       discounts,
       lines,
     })
-    .returning();
+    .returning(CONTRACT_ROW);
   return row;
 }
 
 export async function contractRow(t: TestApp, id: string): Promise<ContractRow> {
-  const [row] = await t.ctx.db.orm.select().from(contracts).where(eq(contracts.id, id));
+  const [row] = await t.ctx.db.orm.select(CONTRACT_ROW).from(contracts).where(eq(contracts.id, id));
   return row;
 }
 

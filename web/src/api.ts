@@ -8,7 +8,10 @@ export type ShopInfo = {
   limits: { maxActiveKeys: number; maxWebhookEndpoints: number };
   platform: PlatformInfo;
 };
-/** Platform mode (PRODUCT §9): the install's import of the shop's contracts, and whether the shop can upgrade itself. */
+/**
+ * Platform mode (docs/product.md, "Platform mode"): the install's import of the shop's contracts, and whether the shop
+ * can upgrade itself.
+ */
 export type ImportStatus = 'pending' | 'running' | 'completed' | 'failed';
 export type ImportProgress = {
   status: ImportStatus;
@@ -101,7 +104,7 @@ export type ContractDetail = {
 export type CatalogVariant = { id: string; title: string; price: Money };
 /** An edit's body, as the API takes it (the admin takes the same): the operations, and whether only to preview them. */
 export type ContractEdit = { operations: { op: string }[]; preview?: boolean };
-/** Webhooks out (PRODUCT §10). */
+/** Webhooks out (docs/product.md, "Webhooks out"). */
 export type WebhookEventType = { type: string; description: string };
 export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointStatus = WebhookEndpoint['status'];

@@ -49,7 +49,7 @@ const EVENT_LABEL: Record<string, string> = {
   'contract.cancelled': 'Cancelled',
   'contract.skipped': 'Next order skipped',
   'contract.rescheduled': 'Next billing date changed',
-  // Platform mode: changes made on the platform, outside svc (PRODUCT §9).
+  // Platform mode: changes made on the platform, outside svc (docs/product.md, "Platform mode").
   'contract.created': 'Created',
   'contract.updated': 'Updated',
   'contract.expired': 'Expired',

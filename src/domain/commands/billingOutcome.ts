@@ -1,7 +1,7 @@
 import { need } from '../permissions.js';
 import { z } from 'zod';
-import { durationMs, failureKind, type AttemptState, type BillingOutcome, type BillingPolicy } from '../billing.js';
-import { stateOf, withoutDunning, type ContractState } from '../contract.js';
+import { BillingPolicySchema, durationMs, ERROR_CODES, failureKind, type AttemptState, type BillingOutcome, type BillingPolicy } from '../billing.js';
+import { ContractStatus, stateOf, withoutDunning, type ContractState } from '../contract.js';
 import { iso, isoString } from '../time.js';
 import { unreachable } from '../unreachable.js';
 import { defineCommand, type Decision, type EventDraft } from './command.js';
@@ -18,15 +18,34 @@ import { afterCycle, attemptData, unchanged } from './billingSteps.js';
  * Only the contract's latest attempt counts, and only once: a late, repeated or unknown outcome changes nothing
  * (an action_required attempt may still succeed or fail, once the customer came back).
  */
-export type BillingOutcomeInput = { attemptId: string; outcome: BillingOutcome; policy: BillingPolicy };
+const nullableText = z.string().nullable();
+
+/** What a gateway or the platform says became of an attempt (domain/billing.ts BillingOutcome), as it is checked. */
+const Outcome = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('succeeded'),
+    order: z.strictObject({ id: z.string(), name: z.string(), amount: z.string(), currencyCode: z.string() }),
+  }),
+  z.strictObject({ kind: z.literal('failed'), errorCode: z.enum(ERROR_CODES), platformErrorCode: nullableText, message: nullableText }),
+  z.strictObject({ kind: z.literal('action_required'), nextActionUrl: nullableText }),
+]) satisfies z.ZodType<BillingOutcome>;
+
+export const BillingOutcomeInput = z.strictObject({
+  attemptId: z.uuid(),
+  outcome: Outcome,
+  policy: BillingPolicySchema satisfies z.ZodType<BillingPolicy>,
+});
+export type BillingOutcomeInput = z.infer<typeof BillingOutcomeInput>;
 
 const CANCELLATION_REASON = 'Payment failed after every retry.';
 
 export const billingOutcome = defineCommand({
   name: 'billing_outcome',
   policy: { permission: need('billing', 'write'), actors: ['billing'] },
-  input: z.custom<BillingOutcomeInput>(),
-  allowedFrom: ['ACTIVE', 'PAUSED', 'CANCELLED', 'EXPIRED', 'FAILED'],
+  input: BillingOutcomeInput,
+  // Every status, on purpose: an attempt is made while ACTIVE, but its outcome may come after the platform ended or
+  // paused the contract (a sync), or after a merchant paused or cancelled one whose customer had to authenticate.
+  allowedFrom: ContractStatus.options,
   allowedWhileBilling: true,
   events: ['billing.succeeded', 'billing.failed', 'billing.action_required', 'contract.failed', 'contract.paused', 'contract.cancelled', 'contract.skipped'],
   decide(contract, { attemptId, outcome, policy }, now) {

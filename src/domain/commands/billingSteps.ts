@@ -11,17 +11,39 @@ import type { Decision } from './command.js';
 export const unchanged = (contract: ContractState): Decision => ({ contract, events: [] });
 
 /**
- * When an ACTIVE contract with no attempt awaiting its outcome is next billed: at its scheduled retry while a failed
- * cycle is being retried, else at its next billing date. (The database keeps the same as `billing_due_at`.)
+ * When a contract is next billed ("due"): an ACTIVE contract with no attempt awaiting its outcome, at its scheduled
+ * retry while a failed cycle is being retried, else at its next billing date; null for any other. The one definition
+ * of "due" in the code; the database keeps the same as the generated column `billing_due_at` (migration 0015), which
+ * the billing worker's claim reads, and test/billing.due.test.ts holds the two to one answer.
  */
 export function billingDueAt(s: ContractState): Date | null {
   if (s.status !== 'ACTIVE' || isBillingPending(s)) return null;
   return s.billingNextAttemptAt ?? s.nextBillingDate;
 }
 
+/** Whether the contract is due (billingDueAt) at `now`. */
 export function isBillingDue(s: ContractState, now: Date): boolean {
   const due = billingDueAt(s);
   return due !== null && due.getTime() <= now.getTime();
+}
+
+/**
+ * The cycle a due contract's next attempt bills: the failed cycle being retried (`retry`), else the scheduled one at
+ * its next billing date.
+ */
+export function cycleToBill(s: ContractState): { cycleDate: Date; retry: boolean } {
+  return s.billingNextAttemptAt !== null && s.billingCycleDate !== null ? { cycleDate: s.billingCycleDate, retry: true } : { cycleDate: s.nextBillingDate, retry: false };
+}
+
+/**
+ * "Too late to bill": the contract is due for a scheduled cycle (not a retry) that came due more than `maxLateMs`
+ * ago, while svc was not running. Such a cycle is not billed but recorded as missed (billing_missed). The one
+ * definition, for the billing worker choosing the command and for both commands.
+ */
+export function isTooLateToBill(s: ContractState, now: Date, maxLateMs: number): boolean {
+  if (!isBillingDue(s, now)) return false;
+  const { cycleDate, retry } = cycleToBill(s);
+  return !retry && now.getTime() - cycleDate.getTime() > maxLateMs;
 }
 
 /**

@@ -71,8 +71,8 @@ const ShopResponse = z.object({
 });
 
 /**
- * The admin JSON API behind Settings → API (PRODUCT §6), authenticated by the platform's session token only.
- * API keys are refused here, as session tokens are refused on /api.
+ * The admin JSON API behind Settings → API (docs/product.md, "Admin: Settings → API"), authenticated by the platform's
+ * session token only. API keys are refused here, as session tokens are refused on /api.
  */
 export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials; shopify?: Shopify }) {
   const { ctx, credentials, shopify } = opts;

@@ -7,10 +7,11 @@ import { keptAliveAgents } from '../../http/keepAlive.js';
  * node:http with kept-alive connections, answered with the status, the headers and the body as text.
  *
  * Why not fetch, or the platform's GraphQL client over a fetch: a call is on the path of every action in platform
- * mode, and building the standard Response, its Headers and its body stream cost about a tenth of svc's CPU per
- * platform action (bench:platform profiles); a fetch given an AbortSignal also keeps the request's state reachable
- * until a later collection, which at a thousand calls a second is promoted to the old heap and collected in long
- * pauses. What the calls need is small: a POST, a body, a time limit, and never a redirect followed.
+ * mode, and building the standard Response, its Headers and its body stream is a large share of what svc spends on a
+ * platform action (docs/performance-log.md, "Figures behind the shape of the code"); a fetch given an AbortSignal
+ * also keeps the request's state reachable until a later collection, so under load it is promoted to the old heap
+ * and collected in long pauses. What the calls need is small: a POST, a body, a time limit, and never a redirect
+ * followed.
  */
 export type PlatformAnswer = { status: number; headers: http.IncomingHttpHeaders; body: string };
 

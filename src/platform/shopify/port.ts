@@ -44,11 +44,12 @@ export class ShopDirectory {
 }
 
 /**
- * Platform mode's port (PRODUCT §9): each planned step is made true on the platform before svc commits it, the
- * contract leased meanwhile (callsOut). pause → subscriptionContractPause, resume → subscriptionContractActivate,
- * cancel → subscriptionContractCancel (the reason is svc's), skip → subscriptionBillingCycleSkip of the cycle of the
- * current next billing date, then the next billing date moves to the following cycle's, reschedule →
- * subscriptionContractSetNextBillingDate. resumeAt is svc's own: a pause that only changes it calls nothing.
+ * Platform mode's port (docs/product.md, "Platform mode"): each planned step is made true on the platform before svc
+ * commits it, the contract leased meanwhile (callsOut). pause → subscriptionContractPause, resume →
+ * subscriptionContractActivate, cancel → subscriptionContractCancel (the reason is svc's), skip →
+ * subscriptionBillingCycleSkip of the cycle of the current next billing date, then the next billing date moves to the
+ * following cycle's, reschedule → subscriptionContractSetNextBillingDate. resumeAt is svc's own: a pause that only
+ * changes it calls nothing.
  */
 export class ShopifyPlatform implements PlatformPort {
   readonly name = 'shopify' as const;

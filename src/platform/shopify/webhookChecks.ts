@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { isTopic, type Topic } from './topics.js';
+
+export { BILLING_ATTEMPT_TOPICS, CONFIRMED_TOPICS } from './topics.js';
 
 /**
  * What a webhook from the platform must be before svc stores it: the platform's HMAC covers the raw body only, not
@@ -140,32 +143,37 @@ type TopicBody = {
   shopOf?: (body: Record<string, unknown>) => unknown;
 };
 
-const CONTRACT_TOPICS = ['create', 'update', 'activate', 'pause', 'cancel', 'expire', 'fail'].map((t) => `subscription_contracts/${t}`);
-/** The outcomes of billing attempts (billing.ts). */
-export const BILLING_ATTEMPT_TOPICS = ['success', 'failure', 'challenged'].map((t) => `subscription_billing_attempts/${t}`);
 const shopDomainOf = (b: Record<string, unknown>) => b.shop_domain;
 
-/** Every topic svc subscribes to (install.ts WEBHOOK_TOPICS) and the compliance topics, with its body's shape. */
-const TOPICS = new Map<string, TopicBody>([
-  ...CONTRACT_TOPICS.map((t) => [t, { schema: contractSignal }] as const),
-  ['subscription_billing_cycles/skip', { schema: billingCycleSignal }],
-  ['subscription_billing_cycles/unskip', { schema: billingCycleSignal }],
-  ...BILLING_ATTEMPT_TOPICS.map((t) => [t, { schema: billingAttemptSignal }] as const),
-  ['app/uninstalled', { schema: shopResource, shopOf: (b) => b.myshopify_domain }],
-  ['app_subscriptions/update', { schema: appSubscriptionUpdate }],
-  ['bulk_operations/finish', { schema: bulkOperationFinish }],
-  ['customers/data_request', { schema: customersDataRequest, shopOf: shopDomainOf }],
-  ['customers/redact', { schema: customersRedact, shopOf: shopDomainOf }],
-  ['shop/redact', { schema: shopRedact, shopOf: shopDomainOf }],
-]);
+/** Every topic's body shape (topics.ts): a topic without one does not compile. */
+const BODIES: { readonly [T in Topic]: TopicBody } = {
+  'subscription_contracts/create': { schema: contractSignal },
+  'subscription_contracts/update': { schema: contractSignal },
+  'subscription_contracts/activate': { schema: contractSignal },
+  'subscription_contracts/pause': { schema: contractSignal },
+  'subscription_contracts/cancel': { schema: contractSignal },
+  'subscription_contracts/expire': { schema: contractSignal },
+  'subscription_contracts/fail': { schema: contractSignal },
+  'subscription_billing_cycles/skip': { schema: billingCycleSignal },
+  'subscription_billing_cycles/unskip': { schema: billingCycleSignal },
+  'subscription_billing_attempts/success': { schema: billingAttemptSignal },
+  'subscription_billing_attempts/failure': { schema: billingAttemptSignal },
+  'subscription_billing_attempts/challenged': { schema: billingAttemptSignal },
+  'app/uninstalled': { schema: shopResource, shopOf: (b) => b.myshopify_domain },
+  'app_subscriptions/update': { schema: appSubscriptionUpdate },
+  'bulk_operations/finish': { schema: bulkOperationFinish },
+  'customers/data_request': { schema: customersDataRequest, shopOf: shopDomainOf },
+  'customers/redact': { schema: customersRedact, shopOf: shopDomainOf },
+  'shop/redact': { schema: shopRedact, shopOf: shopDomainOf },
+};
 
 /** Why a delivery is not acted on: safe to log (names a field, never a value of the body). */
 export type BodyRefusal = { refused: string };
 
 /** Checks a signed delivery's parsed body against its topic and its shop header; null when it passes. */
 export function checkWebhookBody(topic: string, shopDomain: string, body: Record<string, unknown>): BodyRefusal | null {
-  const expected = TOPICS.get(topic);
-  if (!expected) return { refused: 'not a topic svc subscribes to' };
+  if (!isTopic(topic)) return { refused: 'not a topic svc subscribes to' };
+  const expected = BODIES[topic];
   const parsed = expected.schema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -206,6 +214,3 @@ export function receiptDigest(topic: string, shopDomain: string, rawBody: Buffer
   // Header values cannot hold a line feed: the three parts cannot run into one another.
   return createHash('sha256').update(topic).update('\n').update(shopDomain).update('\n').update(rawBody).digest('hex');
 }
-
-/** Topics acted on only once the platform confirms the shop uninstalled the app (uninstallConfirmation.ts). */
-export const CONFIRMED_TOPICS = ['app/uninstalled', 'shop/redact'] as const;
