@@ -163,7 +163,7 @@ export function fieldOf(kind: ChangeKind, detail: ErrorDetail): string | null {
   return byName[last] ?? (last && !/^\d+$/.test(last) ? last : null);
 }
 
-/** The fields of the chosen change. `errors` by field name; `variantHint` fills variant fields (the list's variant filter). */
+/** The fields of the chosen change, with the server's complaints (`errors`) on the fields they name. */
 export function ChangeFieldsForm({ kind, fields, onChange, errors }: { kind: ChangeKind; fields: ChangeFields; onChange: (f: ChangeFields) => void; errors: Record<string, string> }) {
   const field = (name: string, label: string, extra: Partial<Parameters<typeof TextField>[0]> = {}) => (
     <TextField label={label} value={fields[name] ?? ''} onChange={(v) => onChange({ ...fields, [name]: v })} error={errors[name]} autoComplete="off" {...extra} />

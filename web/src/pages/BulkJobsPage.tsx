@@ -74,8 +74,14 @@ export function BulkJobsPage() {
   const progress = (j: BulkJob) => (
     <div style={{ minWidth: '7rem' }}>
       <BlockStack gap="050">
-        <ProgressBar progress={progressOf(j)} size="small" animated={false} tone={j.status === 'completed' ? 'success' : j.status === 'failed' ? 'critical' : 'highlight'} />
-        <Text as="span" variant="bodySm" tone="subdued">
+        <ProgressBar
+          progress={progressOf(j)}
+          size="small"
+          animated={false}
+          tone={j.status === 'completed' ? 'success' : j.status === 'failed' ? 'critical' : 'highlight'}
+          ariaLabelledBy={`progress-${j.id}`}
+        />
+        <Text as="span" variant="bodySm" tone="subdued" id={`progress-${j.id}`}>
           {progressOf(j)}% · {j.counts.succeeded.toLocaleString('en-US')} {j.status === 'previewed' || j.status === 'previewing' ? 'would change' : 'changed'}
           {j.counts.failed ? `, ${j.counts.failed.toLocaleString('en-US')} ${j.status === 'previewed' || j.status === 'previewing' ? 'problems' : 'failed'}` : ''}
         </Text>
