@@ -86,7 +86,8 @@ export class RequestLogWriter {
   /** Writes everything held now; rejects if a batch fails (what failed stays buffered). For tests and shutdown. */
   async flush(): Promise<void> {
     for (;;) {
-      if (this.writing) await this.writing;
+      // A batch that ends may start the next one at once (writeNext's finally): wait until none is in flight.
+      while (this.writing) await this.writing;
       if (this.buffer.length === 0) return;
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
