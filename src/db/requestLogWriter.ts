@@ -87,7 +87,7 @@ export class RequestLogWriter {
   async flush(): Promise<void> {
     for (;;) {
       // A batch that ends may start the next one at once (writeNext's finally): wait until none is in flight.
-      while (this.writing) await this.writing;
+      for (let batch = this.inFlight(); batch; batch = this.inFlight()) await batch;
       if (this.buffer.length === 0) return;
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
@@ -108,6 +108,11 @@ export class RequestLogWriter {
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** The batch being written now, if any (read afresh: a batch that ends may have started another). */
+  private inFlight(): Promise<void> | null {
+    return this.writing;
   }
 
   private schedule(): void {
