@@ -86,7 +86,8 @@ export class RequestLogWriter {
   /** Writes everything held now; rejects if a batch fails (what failed stays buffered). For tests and shutdown. */
   async flush(): Promise<void> {
     for (;;) {
-      if (this.writing) await this.writing;
+      // A batch that ends may start the next one at once (writeNext's finally): wait until none is in flight.
+      for (let batch = this.inFlight(); batch; batch = this.inFlight()) await batch;
       if (this.buffer.length === 0) return;
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
@@ -107,6 +108,11 @@ export class RequestLogWriter {
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** The batch being written now, if any (read afresh: a batch that ends may have started another). */
+  private inFlight(): Promise<void> | null {
+    return this.writing;
   }
 
   private schedule(): void {

@@ -170,6 +170,7 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     s.t.clock.advance(1000);
     const t = await tab();
     const { page } = t;
+    page.setDefaultTimeout(20_000);
     await open(t, domain);
     await page.getByText('2 of 5 active').waitFor();
     const names = () => page.locator('[id^="key-name-"]').allInnerTexts();
@@ -197,6 +198,7 @@ describeInBrowser('admin UI: Settings → API in a real browser', () => {
     const { secret } = await generateKey({ ctx: s.t.ctx, input: { shopId, name: 'Backend' } });
     const t = await tab();
     const { page } = t;
+    page.setDefaultTimeout(20_000);
     await open(t, domain);
     const read = page.getByTestId('usage-read');
     await read.waitFor();

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDiscountCode } from '../../src/services/catalog.js';
 import { createWebhookEndpoint } from '../../src/services/webhookEndpoints.js';
 import { adminPrincipal } from '../../src/services/principal.js';
+import { contractRow } from '../support/fixtures.js';
 import { keyIdOf, recorded, written } from '../support/requestLog.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
 
@@ -49,7 +50,7 @@ describeInBrowser('admin UI: every page has its title and passes axe-core (nothi
     await createDiscountCode(s.t.ctx, { shopId, code: 'WELCOME10', percentage: 10 });
     const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const start = recorded(s.t);
-    const lineId = (c as unknown as { lines: { id: string }[] }).lines[0].id;
+    const lineId = (await contractRow(s.t, c.id)).lines[0].id;
     const edited = await fetch(`${s.base}/api/v1/subscription-contracts/${c.id}/edits`, {
       method: 'POST',
       headers: auth,

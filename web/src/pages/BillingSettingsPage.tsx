@@ -128,30 +128,30 @@ export function BillingSettingsPage() {
                     card, a revoked payment method, fraud) is tried at most once more.
                   </Text>
                   <ol aria-label="Payment retries" className="svc-list">
-                      {draft.paymentRetries.map((r, i) => (
-                        <li key={i}>
-                          <InlineStack gap="200" blockAlign="start" wrap={false}>
-                            <Box width="100%">
-                              <TextField
-                                label={`Retry ${i + 1}: wait`}
-                                value={r}
-                                onChange={(v) => setRetry(i, v)}
-                                autoComplete="off"
-                                monospaced
-                                helpText={hint(r, i === 0 ? 'after the failed attempt' : `after retry ${i}`)}
-                                error={fieldError(`paymentRetries.${i}`)}
-                              />
-                            </Box>
-                            <Box paddingBlockStart="600">
-                              <Button
-                                icon={DeleteIcon}
-                                accessibilityLabel={`Remove retry ${i + 1}`}
-                                onClick={() => change({ paymentRetries: draft.paymentRetries.filter((_, j) => j !== i) })}
-                              />
-                            </Box>
-                          </InlineStack>
-                        </li>
-                      ))}
+                    {draft.paymentRetries.map((r, i) => (
+                      <li key={i}>
+                        <InlineStack gap="200" blockAlign="start" wrap={false}>
+                          <Box width="100%">
+                            <TextField
+                              label={`Retry ${i + 1}: wait`}
+                              value={r}
+                              onChange={(v) => setRetry(i, v)}
+                              autoComplete="off"
+                              monospaced
+                              helpText={hint(r, i === 0 ? 'after the failed attempt' : `after retry ${i}`)}
+                              error={fieldError(`paymentRetries.${i}`)}
+                            />
+                          </Box>
+                          <Box paddingBlockStart="600">
+                            <Button
+                              icon={DeleteIcon}
+                              accessibilityLabel={`Remove retry ${i + 1}`}
+                              onClick={() => change({ paymentRetries: draft.paymentRetries.filter((_, j) => j !== i) })}
+                            />
+                          </Box>
+                        </InlineStack>
+                      </li>
+                    ))}
                   </ol>
                   {draft.paymentRetries.length === 0 && (
                     <Text as="p" tone="caution">

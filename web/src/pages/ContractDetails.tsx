@@ -254,19 +254,19 @@ export function DiscountsCard({ contract: c }: { contract: ContractView }) {
           </Text>
         ) : (
           <ul aria-label="Discounts" className="svc-list">
-              {c.discounts.map((d) => (
-                <li key={d.id}>
-                  <InlineStack gap="200" blockAlign="center" wrap>
-                    <Text as="span" fontWeight="semibold">
-                      {d.title}
-                    </Text>
-                    {d.code && <Badge>{`Code ${d.code}`}</Badge>}
-                  </InlineStack>
-                  <Text as="p" variant="bodySm" tone="subdued">
-                    {discountValue(d)}
+            {c.discounts.map((d) => (
+              <li key={d.id}>
+                <InlineStack gap="200" blockAlign="center" wrap>
+                  <Text as="span" fontWeight="semibold">
+                    {d.title}
                   </Text>
-                </li>
-              ))}
+                  {d.code && <Badge>{`Code ${d.code}`}</Badge>}
+                </InlineStack>
+                <Text as="p" variant="bodySm" tone="subdued">
+                  {discountValue(d)}
+                </Text>
+              </li>
+            ))}
           </ul>
         )}
       </BlockStack>

@@ -55,44 +55,44 @@ export function ContractHistory({
             const changes = eventChanges(e, lineTitle);
             const details = eventDetails(e);
             return (
-            <li key={e.id}>
-              {i > 0 && <Divider />}
-              <Box paddingBlock="200">
-                <BlockStack gap="050">
-                  <InlineStack gap="200" align="space-between" blockAlign="baseline">
-                    <InlineStack gap="200" blockAlign="center">
-                      <Text as="span" fontWeight="semibold">
-                        {changes.length > 0 ? 'Edited' : eventLabel(e.type)}
+              <li key={e.id}>
+                {i > 0 && <Divider />}
+                <Box paddingBlock="200">
+                  <BlockStack gap="050">
+                    <InlineStack gap="200" align="space-between" blockAlign="baseline">
+                      <InlineStack gap="200" blockAlign="center">
+                        <Text as="span" fontWeight="semibold">
+                          {changes.length > 0 ? 'Edited' : eventLabel(e.type)}
+                        </Text>
+                        {/* A change svc did not make stands out: the merchant did not do it here, nor did a key. */}
+                        {e.actor.type === 'platform' && <Badge tone="info">Platform</Badge>}
+                      </InlineStack>
+                      <Text as="span" tone="subdued" variant="bodySm">
+                        <time dateTime={e.at}>{formatDateTime(e.at)}</time>
                       </Text>
-                      {/* A change svc did not make stands out: the merchant did not do it here, nor did a key. */}
-                      {e.actor.type === 'platform' && <Badge tone="info">Platform</Badge>}
                     </InlineStack>
-                    <Text as="span" tone="subdued" variant="bodySm">
-                      <time dateTime={e.at}>{formatDateTime(e.at)}</time>
+                    <Text as="p" variant="bodySm">
+                      By {actorLabel(e.actor)}
                     </Text>
-                  </InlineStack>
-                  <Text as="p" variant="bodySm">
-                    By {actorLabel(e.actor)}
-                  </Text>
-                  {changes.length > 0 && (
-                    <ul aria-label="What changed" className="svc-changes">
-                      {changes.map((c, k) => (
-                        <li key={k}>
-                          <Text as="span" variant="bodySm">
-                            {c}
-                          </Text>
-                        </li>
-                      ))}
-                    </ul>
-                  )}
-                  {details.length > 0 && (
-                    <Text as="p" variant="bodySm" tone="subdued">
-                      {details.join(' · ')}
-                    </Text>
-                  )}
-                </BlockStack>
-              </Box>
-            </li>
+                    {changes.length > 0 && (
+                      <ul aria-label="What changed" className="svc-changes">
+                        {changes.map((c, k) => (
+                          <li key={k}>
+                            <Text as="span" variant="bodySm">
+                              {c}
+                            </Text>
+                          </li>
+                        ))}
+                      </ul>
+                    )}
+                    {details.length > 0 && (
+                      <Text as="p" variant="bodySm" tone="subdued">
+                        {details.join(' · ')}
+                      </Text>
+                    )}
+                  </BlockStack>
+                </Box>
+              </li>
             );
           })}
         </ol>
