@@ -101,6 +101,8 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     const exchange: Exchange = {
       ops: serviceOperations(ctx, caller),
       permissions: principal?.permissions,
+      who: principal?.who,
+      resolve: () => caller.principal(ctx, []),
       requestId: String(req.id),
       onRefused: (code) => {
         req.errorCode ??= code;
