@@ -35,6 +35,17 @@ async function refusal(p: Promise<unknown>): Promise<SvcApiError> {
 }
 
 describe('reads', () => {
+  it('getCurrentKey: what the key is and what it may do', async () => {
+    expect(await svc.getCurrentKey()).toEqual({
+      id: shop.keyId,
+      name: 'test',
+      fingerprint: shop.fingerprint,
+      access: 'read_write',
+      permissions: { contracts: 'write', billing: 'write', webhooks: 'write', bulk_jobs: 'write' },
+      shop: { domain: shop.domain },
+    });
+  });
+
   it('lists the shop\'s contracts page by page, following nextCursor to the end', async () => {
     const ids: string[] = [];
     let cursor: string | undefined;

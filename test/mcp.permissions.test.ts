@@ -99,6 +99,26 @@ describe('MCP tools × permissions', () => {
     else expect(result.isError ?? false, `${name} with exactly its permissions: ${JSON.stringify(result)}`).toBe(false);
   });
 
+  it('a tool outside the key\'s permissions is refused for them before its arguments are looked at', async () => {
+    const f = await fixture();
+    const key = await keyWith(f.shopId, { ...NONE, contracts: 'read' });
+    const before = await tableDigests(t);
+    // A lone call of a tool that reads its contract first (resolved by that read when the arguments are good), and
+    // one resolved before the call: either way, bad arguments do not come first.
+    for (const [name, args] of [
+      ['pause_subscription_contract', { contractId: 'not-a-number', resumeAt: 'soon' }],
+      ['list_billing_attempts', { limit: 1000 }],
+      ['start_bulk_job', {}],
+    ] as const) {
+      const result = await rpc(key, 'tools/call', { name, arguments: args });
+      expect(JSON.parse(result.content[0].text).error.code, name).toBe('insufficient_scope');
+    }
+    // A tool it may call, with bad arguments: those are what is wrong.
+    const bad = await rpc(key, 'tools/call', { name: 'get_subscription_contract', arguments: { contractId: 'x' } });
+    expect(JSON.parse(bad.content[0].text).error.code).toBe('invalid_request');
+    expect(await tableDigests(t)).toEqual(before);
+  });
+
   it('the list follows the permissions resource by resource', async () => {
     const f = await fixture();
     const only = async (p: Partial<Permissions>) => (await listed(await keyWith(f.shopId, { ...NONE, ...p }))).sort();

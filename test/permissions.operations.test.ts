@@ -149,7 +149,8 @@ describe('every operation × its permissions', () => {
     for (const lacking of needs) {
       const key = await keyWith(f.shopId, allBut(lacking));
       const before = await tableDigests(t);
-      for (const extra of post ? [{}, { 'idempotency-key': `lacking-${name}-${lacking.resource}` }] as Record<string, string>[] : [{}]) {
+      const variants: Record<string, string>[] = post ? [{}, { 'idempotency-key': `lacking-${name}-${lacking.resource}` }] : [{}];
+      for (const extra of variants) {
         const res = await t.inject(withKey(request, key, extra));
         const error = expectError(res, 403, 'insufficient_scope');
         expect(error.message).toContain(describePermission(lacking));

@@ -28,7 +28,7 @@ export const OPENAPI_TAGS = [
   {
     name: 'API keys',
     description:
-      'The calling key itself. Every operation needs one permission of the key (contracts, billing, webhooks, bulk_jobs: none, read or write), named in its x-svc-permissions; GET /key needs none.',
+      'The calling key itself: what it is and what it may do. Every other operation needs permissions of the key (contracts, billing, webhooks, bulk_jobs: none, read or write), named in its x-svc-permissions; GET /key needs none.',
   },
   {
     name: 'Renewals',

@@ -17,7 +17,6 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { scrubKeys } from '../domain/keys.js';
-import type { Permissions } from '../domain/permissions.js';
 import { callTool, toolListJsonFor, type ToolCallContext } from './toolCalls.js';
 
 /**
@@ -43,11 +42,11 @@ export const INSTRUCTIONS =
 
 const CAPABILITIES = { tools: { listChanged: false } };
 
-/** Who the messages come from: how their tool calls run, and the caller's permissions when they are known here. */
-export type Exchange = ToolCallContext & {
-  /** Known at /mcp (the caller resolved); over stdio the API decides, call by call. */
-  permissions?: Permissions;
-};
+/**
+ * Who the messages come from: how their tool calls run, and the caller's permissions when they are known here (at
+ * /mcp once the caller is resolved; over stdio, for tools/list, as the API says them).
+ */
+export type Exchange = ToolCallContext;
 
 type ServedRequest = InitializeRequest | PingRequest | ListToolsRequest | CallToolRequest;
 type RpcError = { code: number; message: string; data?: unknown };

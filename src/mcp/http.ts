@@ -101,6 +101,8 @@ export async function mcpRoutes(app: FastifyInstance, opts: { ctx: ServiceContex
     const exchange: Exchange = {
       ops: serviceOperations(ctx, caller),
       permissions: principal?.permissions,
+      who: principal?.who,
+      resolve: () => caller.principal(ctx, []),
       requestId: String(req.id),
       // The first refusal is the request log's: its code, and the status the API gives that code (the exchange
       // itself answers 200, so the log would otherwise show a refused call as a success).

@@ -61,7 +61,7 @@ export async function runMcpStdio(
   try {
     const me = await ops.currentKey();
     const can = RESOURCES.filter((r) => me.permissions[r] !== 'none').map((r) => `${r}: ${me.permissions[r]}`);
-    io.err(`svc mcp-stdio: key ${me.name ? `"${me.name}" ` : ''}(fingerprint ${me.fingerprint}) of ${me.shop.domain}: ${can.length ? can.join(', ') : 'no permissions'}.`);
+    io.err(`svc mcp-stdio: key ${me.name ? `${JSON.stringify(me.name)} ` : ''}(fingerprint ${me.fingerprint}) of ${me.shop.domain}: ${can.length ? can.join(', ') : 'no permissions'}.`);
   } catch (err) {
     const e = err instanceof ServiceError ? err : new ServiceError('internal_error', MESSAGES.internal);
     if (e.code === 'unauthorized' || e.code === 'plan_required' || e.code === 'app_not_installed') {

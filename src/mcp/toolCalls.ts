@@ -1,7 +1,7 @@
 import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorEnvelope, invalidInput, issuesToDetails, type ServiceError } from '../domain/errors.js';
-import { allows, RESOURCES, type Permissions } from '../domain/permissions.js';
+import { allows, insufficientScope, missing, RESOURCES, type Permissions } from '../domain/permissions.js';
 import type { ContractOperations } from './operations.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
 
@@ -12,6 +12,20 @@ export type ToolCallContext = {
   toServiceError(err: unknown): ServiceError;
   /** Told of every refused call (the code its envelope carries): the HTTP transport's request log keeps the first. */
   onRefused?(code: string): void;
+  /**
+   * The caller's permissions, when resolved before the call (at /mcp, unless the call's own first read resolves
+   * them): a tool outside them is refused before its arguments are looked at, as the API refuses a request before
+   * its body. Otherwise the operations refuse it (the services, or the API for `svc mcp-stdio`).
+   */
+  permissions?: Permissions;
+  /** How a refusal names the caller ("This API key"). */
+  who?: string;
+  /**
+   * Resolves the caller when its permissions are not known yet (at /mcp, a lone call whose own first read would):
+   * asked only for a call whose arguments are refused, so that a tool outside the permissions is refused for that
+   * first, whatever its arguments.
+   */
+  resolve?(): Promise<{ permissions: Permissions; who: string }>;
 };
 
 /** JSON Schema for a client, inlined (no $ref) so every client can read it; draft-07 as the SDK's McpServer emits. */
@@ -98,8 +112,28 @@ export async function callTool(name: string, args: unknown, call: ToolCallContex
   const tool = BY_NAME.get(name);
   // An unknown tool is a protocol error (the client asked for something that does not exist), not a tool result.
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${String(name).slice(0, 80)}`);
+  // The permissions before the arguments, as the API checks them before the body.
+  const outside = (p: Permissions, who: string | undefined): CallToolResult | null => {
+    const lacking = missing(p, tool.needs);
+    if (!lacking.length) return null;
+    call.onRefused?.('insufficient_scope');
+    return toolFailure(insufficientScope(lacking, who, p), call.requestId);
+  };
+  const refused = call.permissions ? outside(call.permissions, call.who) : null;
+  if (refused) return refused;
   const parsed = tool.input.safeParse(args ?? {});
   if (!parsed.success) {
+    if (!call.permissions && call.resolve) {
+      try {
+        const p = await call.resolve();
+        const scope = outside(p.permissions, p.who);
+        if (scope) return scope;
+      } catch (err) {
+        const failure = call.toServiceError(err);
+        call.onRefused?.(failure.code);
+        return toolFailure(failure, call.requestId);
+      }
+    }
     call.onRefused?.('invalid_request');
     return toolFailure(invalidInput(issuesToDetails(parsed.error.issues), 'Invalid arguments'), call.requestId);
   }

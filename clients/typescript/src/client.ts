@@ -15,6 +15,9 @@ export type ListContractsQuery = NonNullable<operations['listSubscriptionContrac
 export type ListEventsQuery = NonNullable<operations['listContractEvents']['parameters']['query']>;
 export type ContractPage = { contracts: SubscriptionContract[]; nextCursor: string | null };
 export type EventPage = { events: ContractEvent[]; nextCursor: string | null };
+/** The calling key: id, name, fingerprint, permissions (and the preset they equal, or custom), shop. */
+export type CurrentKey = components['schemas']['CurrentKey'];
+export type Permissions = components['schemas']['Permissions'];
 
 /** Per action call: the Idempotency-Key to send (default: a new UUID for this call, reused by its retries). */
 export type ActionOptions = { idempotencyKey?: string };
@@ -76,6 +79,8 @@ export function createSvcClient(options: SvcClientOptions) {
 
   return {
     api,
+    /** What the key is and what it may do (any key may ask): a cheap check that the key works. */
+    getCurrentKey: async (): Promise<CurrentKey> => (await call(() => api.GET('/api/v1/key'))).key,
     /** A page of the shop's contracts, in id order (`status`, `limit` 1–100, `cursor` = the previous `nextCursor`). */
     listSubscriptionContracts: (query: ListContractsQuery = {}): Promise<ContractPage> =>
       call(() => api.GET('/api/v1/subscription-contracts', { params: { query } })),
