@@ -1,5 +1,5 @@
-import { is } from 'drizzle-orm';
-import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
+import { is, SQL } from 'drizzle-orm';
+import { getTableConfig, PgDialect, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATE_COLUMNS } from '../src/db/contractColumns.js';
 import { migrate } from '../src/db/migrate.js';
@@ -70,6 +70,46 @@ describe('the Drizzle schema is the migrated database', () => {
     const declared = drizzleShape();
     // One comparison, so that its diff names every drift at once.
     expect(declared).toEqual(actual);
+  });
+});
+
+describe("a generated column's expression is the migration's", () => {
+  it('as the database reads it back, for every column schema.ts declares generated', async () => {
+    const dialect = new PgDialect();
+    const tables = (Object.values(schema) as unknown[]).filter((v): v is PgTable => is(v, PgTable));
+    const generated = tables.flatMap((t) => getTableConfig(t).columns.filter((c) => c.generated).map((c) => ({ table: getTableConfig(t).name, column: c })));
+    expect(generated.length).toBeGreaterThan(0);
+    for (const { table, column } of generated) {
+      const as = column.generated!.as;
+      const expression = dialect.sqlToQuery(typeof as === 'function' ? (as as () => SQL)() : (as as SQL)).sql;
+      // The same expression over a table of the same columns, declared as schema.ts declares it (one session: the
+      // probe is a temporary table).
+      const [declared, actual] = await database.db.withSession(async (run) => {
+        const expressionOf = async (relation: string) =>
+          (
+            await run<{ expr: string }>(
+              `SELECT pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                WHERE d.adrelid = $1::regclass AND a.attname = $2`,
+              [relation, column.name],
+            )
+          )[0]?.expr;
+        const columns = await run<{ name: string; type: string }>(
+          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+            WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum`,
+          [table],
+        );
+        const probe = `drift_probe_${table}`;
+        await run(
+          `CREATE TEMP TABLE ${probe} (${columns.map((c) => `"${c.name}" ${c.type}`).join(', ')}, "${column.name}" ${column.getSQLType()} GENERATED ALWAYS AS (${expression}) STORED)`,
+        );
+        try {
+          return [await expressionOf(probe), await expressionOf(table)];
+        } finally {
+          await run(`DROP TABLE ${probe}`);
+        }
+      });
+      expect(declared, `${table}.${column.name}`).toBe(actual);
+    }
   });
 });
 
