@@ -418,6 +418,8 @@ export const requestLog = pgTable('request_log', {
   path: text('path').notNull(),
   mcpTool: text('mcp_tool'),
   status: smallint('status').notNull(),
+  // A refused MCP tool call: the status its refusal has on the API (the exchange itself answered 200).
+  mcpStatus: smallint('mcp_status'),
   errorCode: text('error_code'),
   durationUs: integer('duration_us').notNull(),
   requestId: text('request_id').notNull(),
