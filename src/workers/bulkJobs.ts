@@ -8,7 +8,7 @@ import { Worker, type WorkerLog } from './worker.js';
 /** Items claimed at once: in standalone mode one transaction's worth (their contracts are locked while it lasts). */
 const STANDALONE_BATCH = 100;
 /** In platform mode, the contracts in flight at once (paced by the shop's cost bucket) and claimed per round. */
-const PLATFORM_LANES = 8;
+export const PLATFORM_LANES = 8;
 const PLATFORM_BATCH = 40;
 /** How long a claim keeps other workers off an item: far longer than a batch takes; a killed worker's items wait this long. */
 const LEASE_MS = 60_000;
@@ -106,22 +106,25 @@ export class BulkJobWorker extends Worker {
 
   /** The unfinished jobs of shops that uninstalled the app end failed, their remaining items skipped. */
   private async failUninstalled(): Promise<void> {
-    const now = this.ctx.clock.now();
-    const message = 'The shop uninstalled the app: the job cannot go on.';
     const jobs = await this.ctx.db.withSession((run) =>
       run<{ id: string; shopId: string }>(
         `SELECT j.id::text AS id, j.shop_id::text AS "shopId" FROM bulk_jobs j JOIN shops s ON s.id = j.shop_id
           WHERE s.uninstalled_at IS NOT NULL AND j.status IN ('previewing', 'previewed', 'queued', 'running')`,
       ),
     );
-    for (const j of jobs) {
-      // In-flight items too: without the shop's token the platform refuses them anyway.
-      const row = await this.ctx.db.withSession(async (run) => {
-        await skipPending(run, j.id, new Date(now.getTime() + LEASE_MS), 'app_not_installed', message);
-        return jobRow(run, j.shopId, j.id);
-      });
-      if (row) await endJob(this.ctx, row, 'failed', { failure: message });
-    }
+    for (const j of jobs) await this.failNotInstalled(j);
+  }
+
+  /** A job of a shop whose app is uninstalled ends failed, its remaining items skipped (app_not_installed). */
+  private async failNotInstalled(j: { id: string; shopId: string }): Promise<void> {
+    const now = this.ctx.clock.now();
+    const message = 'The shop uninstalled the app: the job cannot go on.';
+    // In-flight items too: without the shop's token the platform refuses them anyway.
+    const row = await this.ctx.db.withSession(async (run) => {
+      await skipPending(run, j.id, new Date(now.getTime() + LEASE_MS), 'app_not_installed', message);
+      return jobRow(run, j.shopId, j.id);
+    });
+    if (row) await endJob(this.ctx, row, 'failed', { failure: message });
   }
 
   /** One batch of one job: claimed, run, and the job ended when nothing is left. Answers the items settled. */
@@ -151,6 +154,8 @@ export class BulkJobWorker extends Worker {
       lastTry,
       lanes: PLATFORM_LANES,
     });
+    // The platform refused the shop's token: the job ends as an uninstall's does, before its webhook comes.
+    if (done.notInstalled) await this.failNotInstalled(job);
     return done.settled;
   }
 }
