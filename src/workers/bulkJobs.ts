@@ -10,7 +10,7 @@ const STANDALONE_BATCH = 100;
 /** In platform mode, the contracts in flight at once (paced by the shop's cost bucket) and claimed per round. */
 export const PLATFORM_LANES = 8;
 const PLATFORM_BATCH = 40;
-/** How long a claim keeps other workers off an item: far longer than a batch takes; a killed worker's items wait this long. */
+/** How long a claim keeps other workers off an item, by default: far longer than a batch takes; a killed worker's items wait this long. */
 const LEASE_MS = 60_000;
 /** A round works at most this long before it lets the loop breathe (and a stop be seen). */
 const ROUND_MS = 2_000;
@@ -19,6 +19,8 @@ export type BulkJobWorkerOptions = {
   intervalMs: number;
   /** True while requests crowd the instance: the worker gives way (items are not the API's to wait for). */
   busy?: () => boolean;
+  /** How long a claim lasts (BULK_JOB_LEASE_MS; LEASE_MS by default). */
+  leaseMs?: number;
   /** Tests: a batch size. */
   batchSize?: number;
   log?: WorkerLog;
@@ -37,12 +39,14 @@ export class BulkJobWorker extends Worker {
   readonly stats = { ticks: 0, items: 0, failures: 0 };
   private lastPurge = 0;
   private more = false;
+  private readonly leaseMs: number;
 
   constructor(
     private readonly ctx: ServiceContext,
     private readonly opts: BulkJobWorkerOptions,
   ) {
     super('bulk jobs', opts.intervalMs, opts.log);
+    this.leaseMs = opts.leaseMs ?? LEASE_MS;
   }
 
   protected nextDelayMs(): number {
@@ -121,7 +125,7 @@ export class BulkJobWorker extends Worker {
     const message = 'The shop uninstalled the app: the job cannot go on.';
     // In-flight items too: without the shop's token the platform refuses them anyway.
     const row = await this.ctx.db.withSession(async (run) => {
-      await skipPending(run, j.id, new Date(now.getTime() + LEASE_MS), 'app_not_installed', message);
+      await skipPending(run, j.id, new Date(now.getTime() + this.leaseMs), 'app_not_installed', message);
       return jobRow(run, j.shopId, j.id);
     });
     if (row) await endJob(this.ctx, row, 'failed', { failure: message });
@@ -131,7 +135,7 @@ export class BulkJobWorker extends Worker {
   private async step(job: BulkJobRow): Promise<number> {
     const now = this.ctx.clock.now();
     const platform = this.ctx.platform.callsOut;
-    const until = new Date(now.getTime() + LEASE_MS);
+    const until = new Date(now.getTime() + this.leaseMs);
     const limit = this.opts.batchSize ?? (platform ? PLATFORM_BATCH : STANDALONE_BATCH);
     const claimed = await claimItems(this.ctx.db, job.id, { now, until, limit });
     const ids = claimed.map((c) => c.id);
