@@ -103,6 +103,21 @@ describe('a job runs each contract through the platform', () => {
     expect(used / restored, `${used.toFixed(0)} of ${restored.toFixed(0)} points restored in ${last.at - first.at} ms`).toBeGreaterThanOrEqual(0.9);
   });
 
+  it('before svc knows what a call costs, a call the platform throttles is sent again: no contract fails', async () => {
+    const s = await p.install({ contracts: 8 });
+    // Room for one cancel (about 120 points asked): the first calls, sent at once with svc's guess of their cost
+    // (no cancel has been answered in this process yet), meet THROTTLED.
+    const bucket = new MeteredBucket(120, 100, p.clock);
+    p.standIn.shop(s.domain).bucket = bucket;
+    const res = await createJob(p.t, s.key, { selector: { filter: {} }, change: { action: 'cancel', reason: 'closing the shop' } });
+    expect(res.statusCode, res.body).toBe(201);
+    await runJobs(p.t);
+    expect(await jobOf(p.t, s.key, res.json().bulkJob.id)).toMatchObject({ status: 'completed', counts: { matched: 8, succeeded: 8, failed: 0 } });
+    expect(bucket.takes.filter((t) => !t.ok).length, 'no call was throttled: the case is not exercised').toBeGreaterThan(0);
+    expect(p.standIn.calls('subscriptionContractCancel', s.domain)).toHaveLength(8);
+    for (const c of s.contractIds) expect(p.standIn.contract(s.domain, c).status).toBe('CANCELLED');
+  });
+
   it('an edit: a draft per contract with a line of the variant, committed once; a contract without one makes no draft', async () => {
     const s = await p.install({ contracts: 0 });
     const coffee = p.standIn.createVariant(s.domain, { productTitle: 'Coffee', title: '1kg', price: '24.00' });
