@@ -17,7 +17,9 @@ import type { Clock } from './support/shopify/store.js';
 
 let p: PlatformHarness;
 beforeAll(async () => {
-  p = await startPlatform();
+  // The calls are counted: a call that outlived svc's timeout on a busy machine would be sent again (safely, but
+  // twice), so the timeout is generous here.
+  p = await startPlatform({ timeoutMs: 10_000 });
 });
 afterAll(async () => {
   await p?.close();
