@@ -148,6 +148,33 @@ describe('a job runs each contract through the platform', () => {
   });
 });
 
+describe('an edit whose answer never came', () => {
+  it('fails, saying it may have been made, and is never sent again: a line is added once', async () => {
+    const s = await p.install({ contracts: 0 });
+    const coffee = p.standIn.createVariant(s.domain, { productTitle: 'Coffee', title: '1kg', price: '24.00' });
+    const oats = p.standIn.createVariant(s.domain, { productTitle: 'Oat milk', title: 'Default Title', price: '9.80' });
+    const ids = [0, 1, 2].map(() => String(p.standIn.createContract(s.domain, { lines: [{ variantId: coffee.id, quantity: 1, currentPrice: { amount: '24.0', currencyCode: 'USD' } }] }).id));
+    await p.settle();
+    // The first commit is carried out on the platform; its answer is lost.
+    p.standIn.faults.add({ kind: 'hangup' }, { operation: 'subscriptionDraftCommit', shop: s.domain, when: 'after' });
+
+    const res = await createJob(p.t, s.key, { selector: { contractIds: ids }, change: { operations: [{ op: 'add_line', variantId: String(oats.id), quantity: 1, price: '9.80' }] } });
+    expect(res.statusCode, res.body).toBe(201);
+    const id = res.json().bulkJob.id;
+    await runJobs(p.t);
+
+    expect(await jobOf(p.t, s.key, id)).toMatchObject({ status: 'completed', counts: { matched: 3, succeeded: 2, failed: 1 } });
+    const failed = (await resultsOf(p.t, s.key, id)).filter((r: { status: string }) => r.status === 'failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0].error).toMatchObject({ code: 'platform_unavailable', message: expect.stringContaining('may have been made') });
+    // Each contract has the line once, the one whose answer was lost too: one commit each, none sent again.
+    for (const c of ids) {
+      expect(p.standIn.contract(s.domain, c).lines.map((l) => l.title)).toEqual(['Coffee 1kg', 'Oat milk']);
+      expect(p.standIn.drafts(s.domain, c).filter((d) => d.committed)).toHaveLength(1);
+    }
+  });
+});
+
 describe('a preview commits nothing on the platform', () => {
   it('a pause is decided from svc’s copy: no call at all, nothing changed; its start then pauses each contract', async () => {
     const s = await p.install({ contracts: 3 });

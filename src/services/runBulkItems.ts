@@ -8,7 +8,7 @@ import type { EditOperation } from '../domain/commands/edits/index.js';
 import type { Catalog } from '../domain/commands/edits/operation.js';
 import { checkCommand, plan } from '../domain/commands/plan.js';
 import type { Command } from '../domain/commands/registry.js';
-import { MESSAGES, ServiceError } from '../domain/errors.js';
+import { MESSAGES, OutcomeUnknown, ServiceError } from '../domain/errors.js';
 import { ALL } from '../domain/permissions.js';
 import { mapInLanes } from '../lanes.js';
 import { catalogFor } from './catalog.js';
@@ -212,6 +212,9 @@ async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: 
       // Committed: its own statement marked the item done.
       return committed?.changed ? null : { contractId, status: 'succeeded', totals: itemTotals(row.totals, row.totals) };
     } catch (err) {
+      // An edit whose answer never came may have been made: sent again, a line could be added twice. At most once: it
+      // fails, saying so (a status change is sent again: its end state is the same either way).
+      if (err instanceof OutcomeUnknown && isEdit(job.change)) return { contractId, status: 'failed', code: err.code, message: err.message };
       // A contract another change holds on the platform, or a platform that cannot be reached now: later.
       if (err instanceof ServiceError && err.code === 'platform_unavailable') return { contractId, status: 'pending', notBefore: null };
       if (err instanceof ServiceError && err.code === 'app_not_installed') {
