@@ -231,7 +231,7 @@ describeInBrowser('admin UI in platform mode: import, platform changes, upgrade'
     await page.getByRole('button', { name: 'Upgrade to Enterprise' }).click();
     const alert = page.getByRole('alert');
     await alert.getByText('The upgrade could not be started').waitFor();
-    await alert.getByText(/The platform could not be reached or did not answer/).waitFor();
+    await alert.getByText(/The platform did not answer the change \(HTTP 500\): it may have been made there/).waitFor();
     await alert.getByText(/^HTTP 503 · platform_unavailable · request \S+$/).waitFor();
     expect(new URL(page.url()).pathname).toBe('/admin/settings/api');
     expect(await page.getByRole('button', { name: 'Upgrade to Enterprise' }).isEnabled()).toBe(true);

@@ -13,7 +13,7 @@ export const platformUnavailable = (why: string, retryAfterSeconds = 5) =>
 
 /** A mutation sent whose answer never came: it may have been carried out on the platform. */
 export const mutationOutcomeUnknown = (why: string, retryAfterSeconds = 5) =>
-  new OutcomeUnknown(`The platform did not answer the change (${why}): it may have been made there. Read the contract before sending it again.`, {
+  new OutcomeUnknown(`The platform did not answer the change (${why}): it may have been made there. Check before sending it again.`, {
     headers: { 'retry-after': String(retryAfterSeconds) },
   });
 
