@@ -13,6 +13,11 @@ import type { LoggedKey } from './requestLog.js';
 import { fingerprintOf } from '../domain/keys.js';
 import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
+import { ACCESS_TOKEN_PREFIX, tokenDigest } from '../domain/oauth.js';
+import { KEY_PREFIX } from '../domain/keys.js';
+import { authenticateAccessToken } from '../services/oauth/accessTokens.js';
+import { bearerToken } from '../services/authenticateApiKey.js';
+import { mcpResourceOf, protectedResourceMetadataUrl } from './oauth/urls.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,6 +33,9 @@ declare module 'fastify' {
     mcp?: boolean;
   }
 }
+
+/** An OAuth access token sent to the API: 401, saying where it works. */
+const OAUTH_TOKEN_ON_API = new AuthError('malformed', 'An OAuth access token works on /mcp only; the API takes an API key (Authorization: Bearer svc_live_…).');
 
 export type RateLimitOptions = {
   /** Requests per shop per minute, over the API and MCP together (RATE_LIMIT_PER_MINUTE). */
@@ -109,7 +117,7 @@ const operationOf = (req: FastifyRequest): OperationName | null => {
  */
 export function installApiKeyGate(
   app: FastifyInstance,
-  opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache },
+  opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache; publicUrl?: string },
 ): ApiKeyGate {
   const { ctx, metrics } = opts;
   const cache = opts.cache ?? new KeyCache();
@@ -122,10 +130,24 @@ export function installApiKeyGate(
   /** An unknown or revoked key: a failed lookup, counted against the client's address. */
   const isFailedLookup = (err: unknown) => err instanceof AuthError && (err.reason === 'unknown' || err.reason === 'revoked');
 
+  /**
+   * The challenge of a 401. On /mcp (an OAuth protected resource, docs/mcp-assistants.md) a request without a key
+   * gets the discovery of RFC 9728 (`resource_metadata`), and a bad OAuth token `error="invalid_token"` too, so a
+   * client refreshes or connects again; a request that presented an API key never does: its client was configured
+   * with the header, and is told only that the key failed, as on the API.
+   */
+  const challenge = (req: FastifyRequest): string => {
+    if (!req.url.startsWith('/mcp')) return 'Bearer';
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(KEY_PREFIX)) return 'Bearer';
+    const discovery = `resource_metadata="${protectedResourceMetadataUrl(opts.publicUrl, req)}"`;
+    return raw === null ? `Bearer ${discovery}` : `Bearer error="invalid_token", ${discovery}`;
+  };
+
   /** Metrics, WWW-Authenticate, the failed-lookup count, and no cached entry left for a refused key. */
   const recordRefusal = async (req: FastifyRequest, reply: FastifyReply, err: AuthError, counted = false): Promise<void> => {
     metrics?.authFailure(err.reason);
-    if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
+    if (err.code === 'unauthorized') reply.header('www-authenticate', challenge(req));
     if (req.knownKey) cache.forget(req.knownKey.digest);
     req.knownKey = undefined;
     req.caller = undefined;
@@ -167,8 +189,65 @@ export function installApiKeyGate(
     throw err;
   };
 
+  /** A connection may act: the shop's limit, as for a key (its last use is noted by its read). */
+  const grantAdmission =
+    (reply: FastifyReply): Admission =>
+    async (principal) => {
+      if (!limits) return;
+      const s = await limits.perShop.consume(principal.shopId);
+      setLimitHeaders(reply, s);
+      if (s.exceeded) {
+        metrics?.rateLimited('shop');
+        throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+      }
+    };
+
+  // Digests of access tokens found before (what never changes about them: that they exist), so a connection's
+  // requests do not each reserve a failed lookup. Bounded, oldest first out; the token's state is read every time.
+  const knownTokens = new Set<string>();
+  const rememberToken = (digest: string) => {
+    if (knownTokens.size >= 10_000) knownTokens.delete(knownTokens.values().next().value!);
+    knownTokens.add(digest);
+  };
+
+  /**
+   * An OAuth access token on /mcp: the grant's state read (services/oauth/accessTokens.ts), a caller resolved with the
+   * grant's permissions. Counted as a failed lookup, like an unknown key, unless the token was found before.
+   */
+  const identifyGrant = async (req: FastifyRequest, reply: FastifyReply, raw: string): Promise<Caller | FastifyReply> => {
+    const digest = tokenDigest(raw);
+    let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
+    if (limits && !knownTokens.has(digest)) {
+      reserved = await limits.failures.reserve(req.ip);
+      setLimitHeaders(reply, reserved.state);
+      if (reserved.state.exceeded) {
+        await reserved.release();
+        metrics?.rateLimited('auth_failures');
+        return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
+      }
+    }
+    try {
+      const { principal } = await authenticateAccessToken(ctx, digest, mcpResourceOf(opts.publicUrl, req), (g) => {
+        req.loggedKey = { shopId: g.shopId, keyId: null, fingerprint: null, grantId: g.grantId };
+        rememberToken(digest);
+      });
+      if (reserved) await reserved.release();
+      return resolvedCaller(principal, grantAdmission(reply));
+    } catch (err) {
+      if (reserved && !isFailedLookup(err)) await reserved.release();
+      if (isFailedLookup(err)) knownTokens.delete(digest);
+      return refuse(req, reply, err, reserved !== null);
+    }
+  };
+
   /** Identifies the key (looked up unless cached): the request's caller. Answers the refusal when there is one. */
   const identify = async (req: FastifyRequest, reply: FastifyReply): Promise<Caller | FastifyReply> => {
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(ACCESS_TOKEN_PREFIX)) {
+      // An OAuth access token works on /mcp only: on the API it is no key (401).
+      if (req.url.startsWith('/mcp')) return identifyGrant(req, reply, raw);
+      return refuse(req, reply, OAUTH_TOKEN_ON_API);
+    }
     const digest = presentedKeyDigest(req.headers.authorization);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
     // A key the database must be asked about counts as a failed lookup from the start, and is given back once it
