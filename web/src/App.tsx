@@ -10,6 +10,7 @@ import { BulkJobPage, BulkJobsPage } from './pages/BulkJobsPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { KeyRequestsPage } from './pages/KeyRequestsPage';
+import { ConsentPage } from './pages/ConsentPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { RenewalsPage } from './pages/RenewalsPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
@@ -49,6 +50,10 @@ function pageOf(path: string) {
       return <ApiPage />;
     case 'keyRequests':
       return <KeyRequestsPage key={path} keyId={route.keyId} />;
+    case 'connectionRequests':
+      return <KeyRequestsPage key={path} connectionId={route.connectionId} />;
+    case 'consent':
+      return <ConsentPage />;
     case 'webhooks':
       return <WebhooksPage />;
     case 'billingSettings':
