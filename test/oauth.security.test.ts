@@ -82,7 +82,7 @@ describe('the code', () => {
 
   it('PKCE is required, with S256 only: the browser goes back to the client with invalid_request', async () => {
     const clientId = await register(base);
-    for (const over of [{ code_challenge_method: 'plain' }, { code_challenge: null }, { code_challenge_method: null }]) {
+    for (const over of [{ code_challenge_method: 'plain' }, { code_challenge: null }, { code_challenge_method: null }] as Record<string, string | null>[]) {
       const res = await fetch(authorizeUrl(clientId, over), { redirect: 'manual' });
       expect(res.status).toBe(302);
       const back = new URL(res.headers.get('location')!);
@@ -245,7 +245,7 @@ describe('consent', () => {
     const s = await t.shopWithKey();
     const clientId = await register(base);
     const request = await openAuthorizeUrl(authorizeUrl(clientId));
-    for (const headers of [{}, { cookie: 'session=anything' }, { origin: 'https://evil.example', cookie: 'x=y' }]) {
+    for (const headers of [{}, { cookie: 'session=anything' }, { origin: 'https://evil.example', cookie: 'x=y' }] as Record<string, string>[]) {
       const res = await fetch(`${base}/admin/api/oauth/authorization`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ request, approve: true }) });
       expect(res.status).toBe(401);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
