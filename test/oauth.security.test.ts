@@ -199,6 +199,7 @@ describe('the grant', () => {
     expect(res.json()).toEqual({ disconnected: true });
     const refused = await mcp(c.tokens.access_token);
     expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token", resource_metadata="/);
     expect((await refused.json()).error.code).toBe('unauthorized');
     expect((await token(base, { grant_type: 'refresh_token', refresh_token: c.tokens.refresh_token, client_id: c.clientId })).body.error).toBe('invalid_grant');
   });
@@ -267,7 +268,17 @@ describe('consent', () => {
 
     const e = await t.shopWithKey();
     const c = await connect(t, base, e.domain);
+    const [contract] = await t.seed(e.shopId, 1);
+    expect((await mcp(c.tokens.access_token)).status).toBe(200);
     await setShopPlan({ ctx: t.ctx, input: { domain: e.domain, plan: 'basic' } });
+    // A tool call whose first step reads a contract reads the connection's state with it: refused all the same.
+    const call = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...bearer(c.tokens.access_token) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_subscription_contract', arguments: { contractId: contract.id } } }),
+    });
+    expect(call.status).toBe(403);
+    expect((await call.json()).error.code).toBe('plan_required');
     const refused = await mcp(c.tokens.access_token);
     expect(refused.status).toBe(403);
     expect((await refused.json()).error.code).toBe('plan_required');

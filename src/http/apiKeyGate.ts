@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
 import { isOperationName, needsOf, OPERATIONS, type OperationName, type OperationPolicy } from '../domain/operations.js';
-import { AuthError, KeyCache, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
-import { keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
+import { AuthError, KeyCache, LAST_USED_PRECISION_MS, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
+import { grantCaller, keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
 import type { ServiceContext } from '../services/context.js';
 import { errorEnvelope } from '../domain/errors.js';
 import { sendError, toServiceError } from './errors.js';
@@ -15,7 +15,7 @@ import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
 import { ACCESS_TOKEN_PREFIX, tokenDigest } from '../domain/oauth.js';
 import { KEY_PREFIX } from '../domain/keys.js';
-import { authenticateAccessToken } from '../services/oauth/accessTokens.js';
+import { authenticateAccessToken, INVALID_TOKEN, tokenFits, touchGrantLastUsed, type KnownToken } from '../services/oauth/accessTokens.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
 import { mcpResourceOf, protectedResourceMetadataUrl } from './oauth/urls.js';
 
@@ -149,6 +149,8 @@ export function installApiKeyGate(
     metrics?.authFailure(err.reason);
     if (err.code === 'unauthorized') reply.header('www-authenticate', challenge(req));
     if (req.knownKey) cache.forget(req.knownKey.digest);
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(ACCESS_TOKEN_PREFIX) && isFailedLookup(err)) knownTokens.delete(tokenDigest(raw));
     req.knownKey = undefined;
     req.caller = undefined;
     if (!limits) return;
@@ -189,35 +191,57 @@ export function installApiKeyGate(
     throw err;
   };
 
-  /** A connection may act: the shop's limit, as for a key (its last use is noted by its read). */
+  /**
+   * Access tokens this process has seen, by digest: what never changes about them (grant, shop, resource, expiry),
+   * and when this process last noted the connection's use. As keys are (KeyCache), so a connection's request reads
+   * its grant's state with its first contract read, in one statement. Bounded, oldest first out.
+   */
+  const knownTokens = new Map<string, { token: KnownToken; lastUsedAt: number }>();
+  const rememberToken = (digest: string, token: KnownToken, lastUsedAt: number) => {
+    if (knownTokens.size >= 10_000) knownTokens.delete(knownTokens.keys().next().value!);
+    knownTokens.set(digest, { token, lastUsedAt });
+  };
+
+  /** A connection may act: the shop's limit, as for a key, then its use noted (at most once a minute). */
   const grantAdmission =
-    (reply: FastifyReply): Admission =>
+    (reply: FastifyReply, digest: string): Admission =>
     async (principal) => {
-      if (!limits) return;
-      const s = await limits.perShop.consume(principal.shopId);
-      setLimitHeaders(reply, s);
-      if (s.exceeded) {
-        metrics?.rateLimited('shop');
-        throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+      if (limits) {
+        const s = await limits.perShop.consume(principal.shopId);
+        setLimitHeaders(reply, s);
+        if (s.exceeded) {
+          metrics?.rateLimited('shop');
+          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+        }
+      }
+      const known = knownTokens.get(digest);
+      const now = ctx.clock.now().getTime();
+      if (known && now - known.lastUsedAt >= LAST_USED_PRECISION_MS) {
+        known.lastUsedAt = now;
+        await touchGrantLastUsed(ctx, known.token.grantId);
       }
     };
 
-  // Digests of access tokens found before (what never changes about them: that they exist), so a connection's
-  // requests do not each reserve a failed lookup. Bounded, oldest first out; the token's state is read every time.
-  const knownTokens = new Set<string>();
-  const rememberToken = (digest: string) => {
-    if (knownTokens.size >= 10_000) knownTokens.delete(knownTokens.values().next().value!);
-    knownTokens.add(digest);
-  };
-
   /**
-   * An OAuth access token on /mcp: the grant's state read (services/oauth/accessTokens.ts), a caller resolved with the
-   * grant's permissions. Counted as a failed lookup, like an unknown key, unless the token was found before.
+   * An OAuth access token on /mcp (services/oauth/accessTokens.ts). A token seen before is checked here (expiry,
+   * resource) and its grant's state read by the request, as a cached key's is; an unknown one is looked up, counted
+   * as a failed lookup like an unknown key until found.
    */
   const identifyGrant = async (req: FastifyRequest, reply: FastifyReply, raw: string): Promise<Caller | FastifyReply> => {
     const digest = tokenDigest(raw);
+    const resource = mcpResourceOf(opts.publicUrl, req);
+    const known = knownTokens.get(digest);
+    const logAs = (t: KnownToken) => (req.loggedKey = { shopId: t.shopId, keyId: null, fingerprint: null, grantId: t.grantId });
+    if (known) {
+      logAs(known.token);
+      if (!tokenFits(ctx, known.token, resource)) {
+        knownTokens.delete(digest);
+        return refuse(req, reply, INVALID_TOKEN);
+      }
+      return grantCaller({ grantId: known.token.grantId, shopId: known.token.shopId }, grantAdmission(reply, digest));
+    }
     let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
-    if (limits && !knownTokens.has(digest)) {
+    if (limits) {
       reserved = await limits.failures.reserve(req.ip);
       setLimitHeaders(reply, reserved.state);
       if (reserved.state.exceeded) {
@@ -227,15 +251,12 @@ export function installApiKeyGate(
       }
     }
     try {
-      const { principal } = await authenticateAccessToken(ctx, digest, mcpResourceOf(opts.publicUrl, req), (g) => {
-        req.loggedKey = { shopId: g.shopId, keyId: null, fingerprint: null, grantId: g.grantId };
-        rememberToken(digest);
-      });
+      const { principal, token, lastUsedAt } = await authenticateAccessToken(ctx, digest, resource, logAs);
       if (reserved) await reserved.release();
-      return resolvedCaller(principal, grantAdmission(reply));
+      rememberToken(digest, token, lastUsedAt);
+      return resolvedCaller(principal, grantAdmission(reply, digest));
     } catch (err) {
       if (reserved && !isFailedLookup(err)) await reserved.release();
-      if (isFailedLookup(err)) knownTokens.delete(digest);
       return refuse(req, reply, err, reserved !== null);
     }
   };
@@ -364,7 +385,8 @@ export function installApiKeyGate(
         }
       }
       await showShopBudget(reply, req, final);
-      if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
+      // A key or a connection refused by its state, read after the gate let it through (revoked meanwhile, say).
+      if (final instanceof AuthError && (req.knownKey || req.loggedKey?.grantId)) await recordRefusal(req, reply, final);
       return final;
     },
     async identify(req) {

@@ -1,30 +1,22 @@
+import type { KeyState } from '../../db/contractRows.js';
 import { AUTH_ERRORS, AuthError, LAST_USED_PRECISION_MS } from '../authenticateApiKey.js';
 import { CONNECTION, permissionsFrom, RESOURCES, type Permissions } from '../../domain/permissions.js';
 import type { ServiceContext } from '../context.js';
 import type { ShopPrincipal } from '../principal.js';
 import { shopApiAccess } from '../shops.js';
 
-/** What the request log and the gate know of a connection once its token is found. */
-export type KnownGrant = { grantId: string; shopId: string; clientName: string };
+/**
+ * What never changes about an access token once issued: the grant and shop it belongs to, the resource it is for,
+ * when it expires. Safe to cache (the grant's state, which decides whether it may act, is not).
+ */
+export type KnownToken = { grantId: string; shopId: string; resource: string; expiresAtMs: number };
 
-type TokenRow = {
-  kind: string;
-  expiresAt: Date;
-  grantId: string;
-  shopId: string;
-  resource: string;
-  permissions: unknown;
-  revokedAt: Date | null;
-  lastUsedAt: Date | null;
-  clientName: string;
-  plan: string;
-  uninstalled: boolean;
-};
+type TokenRow = KeyState & { kind: string; expiresAt: Date; grantId: string; shopId: string; resource: string; lastUsedAt: Date | null };
 
-// One indexed read per request, as a key's state is read: the token by its digest, its grant, its shop.
+// The token by its digest, its grant, its shop: one indexed read, for a token this process has not seen before.
 const TOKEN = `
   SELECT t.kind, t.expires_at AS "expiresAt", g.id::text AS "grantId", g.shop_id::text AS "shopId", g.resource, g.permissions,
-         g.revoked_at AS "revokedAt", g.last_used_at AS "lastUsedAt", g.client_name AS "clientName", s.plan,
+         g.revoked_at AS "revokedAt", g.last_used_at AS "lastUsedAt", 'custom' AS access, s.plan,
          s.uninstalled_at IS NOT NULL AS uninstalled
     FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN shops s ON s.id = g.shop_id
    WHERE t.digest = $1`;
@@ -34,39 +26,64 @@ export const INVALID_TOKEN = new AuthError('unknown', 'The access token is inval
 
 const NONE = Object.fromEntries(RESOURCES.map((r) => [r, 'none'])) as Permissions;
 
+/** A grant's permissions as stored (every resource written when it was approved; anything unreadable is none). */
+export const grantPermissions = (stored: unknown): Permissions => permissionsFrom(stored, NONE);
+
 /**
- * An OAuth access token presented to /mcp, checked in the order of docs/product.md §2: found by its digest, an access
- * token, unexpired, of a grant not ended, for this resource (RFC 8707: `resource` is /mcp's URL) → 401; the app
- * installed → 403; the plan → 403. Nothing is cached: a disconnect holds from the very next request, everywhere.
- * `identified` is told the grant before it is judged (the request log records refusals of a known connection).
+ * A grant's state as a request reads it (grantRows, or fused with a contract read): throws the refusal of
+ * docs/product.md §2, in the order a key's is checked (gone or ended → 401, app uninstalled → 403, plan → 403).
+ */
+export function assertGrantUsable(ctx: ServiceContext, state: KeyState | undefined | null): void {
+  if (!state || state.revokedAt) throw INVALID_TOKEN;
+  if (state.uninstalled) throw AUTH_ERRORS.app_not_installed;
+  if (!shopApiAccess(ctx, state.plan).allowed) throw AUTH_ERRORS.plan_required;
+}
+
+/** Whether a known token may be presented now, here: unexpired, and for this resource (RFC 8707). */
+export const tokenFits = (ctx: ServiceContext, t: KnownToken, resource: string): boolean => t.expiresAtMs > ctx.clock.now().getTime() && t.resource === resource;
+
+/** Notes a connection's use, unless a request (on any instance) did within the last minute; never rejects. */
+export async function touchGrantLastUsed(ctx: ServiceContext, grantId: string): Promise<void> {
+  const now = ctx.clock.now();
+  await ctx.db
+    .prepared('svc_oauth_grant_used', `UPDATE oauth_grants SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`, [
+      grantId,
+      now,
+      new Date(now.getTime() - LAST_USED_PRECISION_MS),
+    ])
+    .catch((err: unknown) => ctx.warn?.({ err }, 'could not record a connection’s last use'));
+}
+
+/**
+ * An OAuth access token presented to /mcp that this process has not seen, looked up by its digest and checked in the
+ * order of docs/product.md §2: an access token, unexpired, of a grant not ended, for this resource (`resource` is
+ * /mcp's URL) → 401; the app installed → 403; the plan → 403. `identified` is told the token's facts before it is
+ * judged (the request log records refusals of a known connection; the gate caches them).
  */
 export async function authenticateAccessToken(
   ctx: ServiceContext,
   digest: string,
   resource: string,
-  identified?: (g: KnownGrant) => void,
-): Promise<{ principal: ShopPrincipal; grant: KnownGrant }> {
+  identified?: (t: KnownToken) => void,
+): Promise<{ principal: ShopPrincipal; token: KnownToken; lastUsedAt: number }> {
   const [row] = await ctx.db.prepared<TokenRow>('svc_oauth_access_token', TOKEN, [digest]);
   if (!row || row.kind !== 'access') throw INVALID_TOKEN;
-  const grant: KnownGrant = { grantId: row.grantId, shopId: row.shopId, clientName: row.clientName };
-  identified?.(grant);
-  const now = ctx.clock.now();
-  if (row.revokedAt || row.expiresAt.getTime() <= now.getTime() || row.resource !== resource) throw INVALID_TOKEN;
-  if (row.uninstalled) throw AUTH_ERRORS.app_not_installed;
-  if (!shopApiAccess(ctx, row.plan).allowed) throw AUTH_ERRORS.plan_required;
-  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
-    // At most about once a minute per connection, never awaited: a failed note costs the request nothing.
-    const cutoff = new Date(now.getTime() - LAST_USED_PRECISION_MS);
-    ctx.db
-      .prepared('svc_oauth_grant_used', `UPDATE oauth_grants SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`, [row.grantId, now, cutoff])
-      .catch((err: unknown) => ctx.warn?.({ err }, 'could not record a connection’s last use'));
+  const token: KnownToken = { grantId: row.grantId, shopId: row.shopId, resource: row.resource, expiresAtMs: row.expiresAt.getTime() };
+  identified?.(token);
+  if (!tokenFits(ctx, token, resource)) throw INVALID_TOKEN;
+  assertGrantUsable(ctx, row);
+  let lastUsedAt = row.lastUsedAt?.getTime() ?? -Infinity;
+  const now = ctx.clock.now().getTime();
+  if (now - lastUsedAt >= LAST_USED_PRECISION_MS) {
+    await touchGrantLastUsed(ctx, row.grantId);
+    lastUsedAt = now;
   }
   const principal: ShopPrincipal = {
     kind: 'shop',
     shopId: row.shopId,
     actor: { type: 'oauth', id: row.grantId },
-    permissions: permissionsFrom(row.permissions, NONE),
+    permissions: grantPermissions(row.permissions),
     who: CONNECTION,
   };
-  return { principal, grant };
+  return { principal, token, lastUsedAt };
 }
