@@ -5,7 +5,9 @@ import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { setShopPlan } from '../../src/services/shops.js';
-import { uniqueShop } from '../support/app.js';
+import { buildApp } from '../../src/app.js';
+import { createLogger } from '../../src/http/logging.js';
+import { TEST_CREDENTIALS, uniqueShop } from '../support/app.js';
 import { pkce, register, token } from '../support/oauth.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
 
@@ -145,5 +147,39 @@ describeInBrowser('admin UI: connecting an AI assistant in a real browser', () =
     await expectAccessible(tab.page, 'consent page without a session');
     expect(tab.adminCalls).toEqual([]);
     await tab.context.close();
+  });
+});
+
+describeInBrowser('admin UI: an assistant\'s consent on a server set up for the shop admin', () => {
+  it('opened in a tab of its own, the page asks for the store and links to the same page inside its admin', async () => {
+    await ensureAdminUiBuilt();
+    const s = await serve();
+    const app = await buildApp({ ctx: s.t.ctx, credentials: TEST_CREDENTIALS, logger: createLogger({ level: 'silent' }), adminUi: { shopifyApiKey: TEST_CREDENTIALS.apiKey } });
+    const browser = await launch();
+    try {
+      const base = await app.listen({ port: 0, host: '127.0.0.1' });
+      const clientId = await register(base, ['http://127.0.0.1:9/callback'], 'Browser Assistant');
+      const q = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1:9/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's1' });
+      const tab = await openTab(browser);
+      // App Bridge, as the platform serves it (no internet here): outside the admin it can give no session.
+      await tab.context.route('https://cdn.shopify.com/**', (route) =>
+        route.fulfill({ contentType: 'text/javascript', body: 'window.shopify = { idToken: async () => { throw new Error("not in the admin"); }, config: {} };' }),
+      );
+      await tab.page.goto(`${base}/oauth/authorize?${q}`);
+      await tab.page.getByRole('heading', { name: 'Connect an app' }).waitFor();
+      await tab.page.getByLabel('Store domain').fill('my-store.myshopify.com');
+      const link = tab.page.getByRole('link', { name: 'Open in the shop admin' });
+      const href = new URL((await link.getAttribute('href'))!);
+      expect(`${href.origin}${href.pathname}`).toBe(`https://my-store.myshopify.com/admin/apps/${TEST_CREDENTIALS.apiKey}/oauth/consent`);
+      expect(href.searchParams.get('client_id')).toBe(clientId);
+      expect(href.searchParams.get('state')).toBe('s1');
+      await expectAccessible(tab.page, 'consent page outside the shop admin');
+      expect(tab.adminCalls).toEqual([]);
+      await tab.context.close();
+    } finally {
+      await browser.close();
+      await app.close();
+      await s.t.close();
+    }
   });
 });

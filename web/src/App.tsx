@@ -34,6 +34,11 @@ export function App() {
   const api = useMemo(() => (session ? createAdminApi(session, onUnauthorized) : null), [session, onUnauthorized]);
 
   if (problem || !session || !api) return <SessionProblemPage problem={problem ?? { kind: 'missing' }} embedded={session?.mode === 'embedded'} />;
+  // An app's consent page opened in a tab of its own on a server set up for the shop admin: App Bridge gives no
+  // session outside the admin's frame, so the page says how to open it there.
+  if (session.mode === 'embedded' && window.top === window.self && window.location.pathname === ROUTES.consent) {
+    return <SessionProblemPage problem={{ kind: 'app_bridge_missing' }} embedded={false} />;
+  }
   return (
     <AdminApiContext.Provider value={{ api, shop: session.shop }}>
       <Shell embedded={session.mode === 'embedded'} shop={session.shop} />
