@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
 import { isOperationName, needsOf, OPERATIONS, type OperationName, type OperationPolicy } from '../domain/operations.js';
-import { AuthError, KeyCache, LAST_USED_PRECISION_MS, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
+import { AuthError, KeyCache, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
 import { grantCaller, keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
 import type { ServiceContext } from '../services/context.js';
 import { errorEnvelope } from '../domain/errors.js';
@@ -15,7 +15,7 @@ import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
 import { ACCESS_TOKEN_PREFIX, tokenDigest } from '../domain/oauth.js';
 import { KEY_PREFIX } from '../domain/keys.js';
-import { authenticateAccessToken, INVALID_TOKEN, tokenFits, touchGrantLastUsed, type KnownToken } from '../services/oauth/accessTokens.js';
+import { authenticateAccessToken, INVALID_TOKEN, TokenCache, tokenFits, type KnownToken } from '../services/oauth/accessTokens.js';
 import { bearerToken } from '../services/authenticateApiKey.js';
 import { mcpResourceOf, protectedResourceMetadataUrl } from './oauth/urls.js';
 
@@ -36,6 +36,8 @@ declare module 'fastify' {
 
 /** An OAuth access token sent to the API: 401, saying where it works. */
 const OAUTH_TOKEN_ON_API = new AuthError('malformed', 'An OAuth access token works on /mcp only; the API takes an API key (Authorization: Bearer svc_live_…).');
+
+type Reservation = Awaited<ReturnType<FixedWindowLimiter['reserve']>>;
 
 export type RateLimitOptions = {
   /** Requests per shop per minute, over the API and MCP together (RATE_LIMIT_PER_MINUTE). */
@@ -121,6 +123,7 @@ export function installApiKeyGate(
 ): ApiKeyGate {
   const { ctx, metrics } = opts;
   const cache = opts.cache ?? new KeyCache();
+  const tokens = new TokenCache();
   const limiter = (name: string, limit: number) =>
     new FixedWindowLimiter(opts.rateLimit!.store, { name, limit, clock: ctx.clock, onStoreError: opts.rateLimit!.onStoreError });
   const limits = opts.rateLimit
@@ -150,7 +153,7 @@ export function installApiKeyGate(
     if (err.code === 'unauthorized') reply.header('www-authenticate', challenge(req));
     if (req.knownKey) cache.forget(req.knownKey.digest);
     const raw = bearerToken(req.headers.authorization);
-    if (raw?.startsWith(ACCESS_TOKEN_PREFIX) && isFailedLookup(err)) knownTokens.delete(tokenDigest(raw));
+    if (raw?.startsWith(ACCESS_TOKEN_PREFIX) && isFailedLookup(err)) tokens.forget(tokenDigest(raw));
     req.knownKey = undefined;
     req.caller = undefined;
     if (!limits) return;
@@ -160,21 +163,39 @@ export function installApiKeyGate(
     setLimitHeaders(reply, s);
   };
 
-  /** The principal may act: the shop's limit, then the key counts as used. Throws the refusal. */
+  /** The shop's limit, counted once the caller may act. Throws the refusal. */
+  const consumeShopLimit = async (reply: FastifyReply, shopId: string) => {
+    if (!limits) return;
+    const s = await limits.perShop.consume(shopId);
+    setLimitHeaders(reply, s);
+    if (s.exceeded) {
+      metrics?.rateLimited('shop');
+      throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+    }
+  };
+
+  /** The principal may act: the shop's limit, then the key (or the connection) counts as used. Throws the refusal. */
   const admission =
-    (reply: FastifyReply, key: KnownKey): Admission =>
+    (reply: FastifyReply, used: { key: KnownKey } | { tokenDigest: string }): Admission =>
     async (principal) => {
-      if (limits) {
-        const s = await limits.perShop.consume(principal.shopId);
-        setLimitHeaders(reply, s);
-        if (s.exceeded) {
-          metrics?.rateLimited('shop');
-          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
-        }
-      }
-      const touching = cache.noteUse(ctx, key.digest);
+      await consumeShopLimit(reply, principal.shopId);
+      const touching = 'key' in used ? cache.noteUse(ctx, used.key.digest) : tokens.noteUse(ctx, used.tokenDigest);
       if (touching) await touching;
     };
+
+  /**
+   * A lookup the database must be asked about counts as a failed lookup from the start, and is given back once it
+   * turns out to be no failure: requests that arrive together cannot all pass an allowance none of them has used up
+   * yet. The reservation, or the 429 already sent for an address past its allowance.
+   */
+  const reserveLookup = async (req: FastifyRequest, reply: FastifyReply): Promise<Reservation | FastifyReply> => {
+    const reserved = await limits!.failures.reserve(req.ip);
+    setLimitHeaders(reply, reserved.state);
+    if (!reserved.state.exceeded) return reserved;
+    await reserved.release();
+    metrics?.rateLimited('auth_failures');
+    return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
+  };
 
   const actorOf = (req: FastifyRequest, key: KnownKey) => ({ type: req.url.startsWith('/mcp') ? ('mcp' as const) : ('api_key' as const), keyFingerprint: key.fingerprint });
 
@@ -192,37 +213,6 @@ export function installApiKeyGate(
   };
 
   /**
-   * Access tokens this process has seen, by digest: what never changes about them (grant, shop, resource, expiry),
-   * and when this process last noted the connection's use. As keys are (KeyCache), so a connection's request reads
-   * its grant's state with its first contract read, in one statement. Bounded, oldest first out.
-   */
-  const knownTokens = new Map<string, { token: KnownToken; lastUsedAt: number }>();
-  const rememberToken = (digest: string, token: KnownToken, lastUsedAt: number) => {
-    if (knownTokens.size >= 10_000) knownTokens.delete(knownTokens.keys().next().value!);
-    knownTokens.set(digest, { token, lastUsedAt });
-  };
-
-  /** A connection may act: the shop's limit, as for a key, then its use noted (at most once a minute). */
-  const grantAdmission =
-    (reply: FastifyReply, digest: string): Admission =>
-    async (principal) => {
-      if (limits) {
-        const s = await limits.perShop.consume(principal.shopId);
-        setLimitHeaders(reply, s);
-        if (s.exceeded) {
-          metrics?.rateLimited('shop');
-          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
-        }
-      }
-      const known = knownTokens.get(digest);
-      const now = ctx.clock.now().getTime();
-      if (known && now - known.lastUsedAt >= LAST_USED_PRECISION_MS) {
-        known.lastUsedAt = now;
-        await touchGrantLastUsed(ctx, known.token.grantId);
-      }
-    };
-
-  /**
    * An OAuth access token on /mcp (services/oauth/accessTokens.ts). A token seen before is checked here (expiry,
    * resource) and its grant's state read by the request, as a cached key's is; an unknown one is looked up, counted
    * as a failed lookup like an unknown key until found.
@@ -230,31 +220,23 @@ export function installApiKeyGate(
   const identifyGrant = async (req: FastifyRequest, reply: FastifyReply, raw: string): Promise<Caller | FastifyReply> => {
     const digest = tokenDigest(raw);
     const resource = mcpResourceOf(opts.publicUrl, req);
-    const known = knownTokens.get(digest);
+    const known = tokens.find(digest);
     const logAs = (t: KnownToken) => (req.loggedKey = { shopId: t.shopId, keyId: null, fingerprint: null, grantId: t.grantId });
     if (known) {
-      logAs(known.token);
-      if (!tokenFits(ctx, known.token, resource)) {
-        knownTokens.delete(digest);
+      logAs(known);
+      if (!tokenFits(ctx, known, resource)) {
+        tokens.forget(digest);
         return refuse(req, reply, INVALID_TOKEN);
       }
-      return grantCaller({ grantId: known.token.grantId, shopId: known.token.shopId }, grantAdmission(reply, digest));
+      return grantCaller({ grantId: known.grantId, shopId: known.shopId }, admission(reply, { tokenDigest: digest }));
     }
-    let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
-    if (limits) {
-      reserved = await limits.failures.reserve(req.ip);
-      setLimitHeaders(reply, reserved.state);
-      if (reserved.state.exceeded) {
-        await reserved.release();
-        metrics?.rateLimited('auth_failures');
-        return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
-      }
-    }
+    const reserved = limits ? await reserveLookup(req, reply) : null;
+    if (reserved && !('release' in reserved)) return reserved;
     try {
       const { principal, token, lastUsedAt } = await authenticateAccessToken(ctx, digest, resource, logAs);
       if (reserved) await reserved.release();
-      rememberToken(digest, token, lastUsedAt);
-      return resolvedCaller(principal, grantAdmission(reply, digest));
+      tokens.remember(digest, token, lastUsedAt);
+      return resolvedCaller(principal, admission(reply, { tokenDigest: digest }));
     } catch (err) {
       if (reserved && !isFailedLookup(err)) await reserved.release();
       return refuse(req, reply, err, reserved !== null);
@@ -271,25 +253,18 @@ export function installApiKeyGate(
     }
     const digest = presentedKeyDigest(req.headers.authorization);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
-    // A key the database must be asked about counts as a failed lookup from the start, and is given back once it
-    // turns out to be no failure: requests that arrive together cannot all pass an allowance none of them has used
-    // up yet.
-    let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
+    let reserved: Reservation | null = null;
     if (!cached && limits) {
       if (typeof digest === 'string') {
-        reserved = await limits.failures.reserve(req.ip);
-        setLimitHeaders(reply, reserved.state);
-        if (reserved.state.exceeded) {
-          await reserved.release();
-          metrics?.rateLimited('auth_failures');
-          return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
-        }
+        const r = await reserveLookup(req, reply);
+        if (!('release' in r)) return r;
+        reserved = r;
       } else setLimitHeaders(reply, await limits.failures.peek(req.ip));
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
     if (cached) {
       req.knownKey = req.loggedKey = cached;
-      return keyCaller({ keyId: cached.keyId, shopId: cached.shopId, actor: actorOf(req, cached) }, admission(reply, cached));
+      return keyCaller({ keyId: cached.keyId, shopId: cached.shopId, actor: actorOf(req, cached) }, admission(reply, { key: cached }));
     }
     try {
       // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
@@ -297,7 +272,7 @@ export function installApiKeyGate(
       if (reserved) await reserved.release();
       req.knownKey = found;
       const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key', keyId: found.keyId };
-      return resolvedCaller(principal, admission(reply, found));
+      return resolvedCaller(principal, admission(reply, { key: found }));
     } catch (err) {
       if (reserved && !isFailedLookup(err)) await reserved.release();
       return refuse(req, reply, err, reserved !== null);

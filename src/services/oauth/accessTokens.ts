@@ -55,6 +55,38 @@ export async function touchGrantLastUsed(ctx: ServiceContext, grantId: string): 
 }
 
 /**
+ * Access tokens this process has seen, by digest: what never changes about them (grant, shop, resource, expiry), as
+ * KeyCache keeps keys, so a connection's request reads its grant's state with its first contract read, in one
+ * statement. Bounded, oldest first out; the grant's state is never cached.
+ */
+export class TokenCache {
+  private readonly entries = new Map<string, { token: KnownToken; lastUsedAt: number }>();
+  constructor(private readonly maxEntries = 10_000) {}
+
+  remember(digest: string, token: KnownToken, lastUsedAt: number): void {
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(digest, { token, lastUsedAt });
+  }
+
+  find(digest: string): KnownToken | null {
+    return this.entries.get(digest)?.token ?? null;
+  }
+
+  forget(digest: string): void {
+    this.entries.delete(digest);
+  }
+
+  /** A known token's connection acted: notes its use if this process last did a minute ago or more (else null). */
+  noteUse(ctx: ServiceContext, digest: string): Promise<void> | null {
+    const hit = this.entries.get(digest);
+    const now = ctx.clock.now().getTime();
+    if (!hit || now - hit.lastUsedAt < LAST_USED_PRECISION_MS) return null;
+    hit.lastUsedAt = now;
+    return touchGrantLastUsed(ctx, hit.token.grantId);
+  }
+}
+
+/**
  * An OAuth access token presented to /mcp that this process has not seen, looked up by its digest and checked in the
  * order of docs/product.md §2: an access token, unexpired, of a grant not ended, for this resource (`resource` is
  * /mcp's URL) → 401; the app installed → 403; the plan → 403. `identified` is told the token's facts before it is
