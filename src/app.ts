@@ -204,7 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   await app.register(adminUiRoutes, { prefix: '/admin', notFound, ...deps.adminUi });
   await app.register(mcpRoutes, { ctx: deps.ctx });
-  await app.register(oauthRoutes, { ctx: deps.ctx, publicUrl: deps.publicUrl });
+  await app.register(oauthRoutes, { ctx: deps.ctx, publicUrl: deps.publicUrl, rateLimit: deps.rateLimit });
   const secretScanningKeys =
     deps.secretScanningKeys ?? new SecretScanningKeys({ url: GITHUB_SECRET_SCANNING_KEYS_URL, clock: deps.ctx.clock, warn: (o, m) => deps.logger.warn(o, m) });
   await app.register(secretScanningRoutes, { ctx: deps.ctx, keys: secretScanningKeys });

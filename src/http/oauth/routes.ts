@@ -14,6 +14,11 @@ import { registerClient } from '../../services/oauth/clients.js';
 import { exchangeCode, refreshTokens } from '../../services/oauth/tokens.js';
 import { isDatabaseUnavailable } from '../../db/client.js';
 import { baseUrlOf, mcpResourceOf } from './urls.js';
+import type { RateLimitOptions } from '../apiKeyGate.js';
+import { FixedWindowLimiter } from '../rateLimitStore.js';
+
+/** Registrations and token requests per client address per minute (when rate limits are on). */
+export const OAUTH_REQUESTS_PER_MINUTE = 60;
 
 /** Where the consent page is: a page of the admin UI (web/src/pages/ConsentPage.tsx). */
 export const CONSENT_PATH = '/admin/oauth/consent';
@@ -86,9 +91,21 @@ export function authorizationServerMetadata(base: string) {
  * No CORS: browser-based MCP clients are not among svc's users (docs/mcp-assistants.md), and the API stays
  * server-to-server (docs/product.md §5); native and server-side clients (the SDK's among them) need none.
  */
-export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; publicUrl?: string }): Promise<void> {
+export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; publicUrl?: string; rateLimit?: RateLimitOptions }): Promise<void> {
   const { ctx, publicUrl } = opts;
   const base = (req: FastifyRequest) => baseUrlOf(publicUrl, req);
+  // Registration is open and each one is a row: per client address, registrations and token requests share a budget
+  // far above what connecting and refreshing take (a few requests per connection, one refresh an hour).
+  const limiter = opts.rateLimit
+    ? new FixedWindowLimiter(opts.rateLimit.store, { name: 'oauth', limit: OAUTH_REQUESTS_PER_MINUTE, clock: ctx.clock, onStoreError: opts.rateLimit.onStoreError })
+    : null;
+  const withinLimit = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!limiter) return;
+    const s = await limiter.consume(req.ip);
+    if (!s.exceeded) return;
+    reply.header('retry-after', String(s.resetSeconds));
+    throw new OAuthError('temporarily_unavailable', `Too many OAuth requests from this address; retry after ${s.resetSeconds} s.`, 429);
+  };
 
   // The token endpoint takes a form (RFC 6749 §4.1.3); read as a string and parsed here, within this plugin only.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -116,6 +133,7 @@ export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceCont
 
   app.post('/oauth/register', { schema: { hide: true } }, async (req, reply) => {
     try {
+      await withinLimit(req, reply);
       const registered = await registerClient(ctx, req.body);
       return reply.code(201).header('cache-control', 'no-store').send(registered);
     } catch (err) {
@@ -144,6 +162,7 @@ export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceCont
 
   app.post('/oauth/token', { schema: { hide: true } }, async (req, reply) => {
     try {
+      await withinLimit(req, reply);
       const p = singleParams(req.body, ['grant_type', 'code', 'code_verifier', 'client_id', 'redirect_uri', 'resource', 'refresh_token', 'scope']);
       let tokens;
       if (p.grant_type === 'authorization_code') tokens = await exchangeCode(ctx, p);
