@@ -232,6 +232,17 @@ describe('the grant', () => {
     expect(res.json().error).toMatchObject({ code: 'unauthorized', message: expect.stringContaining('/mcp only') });
   });
 
+  it('scopes svc does not know are ignored; none known asks for everything', async () => {
+    const s = await t.shopWithKey();
+    const clientId = await register(base);
+    const shown = async (scope: string) => {
+      const request = await openAuthorizeUrl(authorizeUrl(clientId, { scope }));
+      return (await t.inject({ url: `/admin/api/oauth/authorization?${new URLSearchParams(request)}`, headers: { ...(await admin(s.domain)), host: new URL(base).host } })).json();
+    };
+    expect((await shown('openid contracts:read offline_access')).asked).toEqual({ contracts: 'read', billing: 'none', webhooks: 'none', bulk_jobs: 'none' });
+    expect((await shown('openid')).scope).toBe('contracts:read contracts:write billing:read billing:write webhooks:read webhooks:write bulk_jobs:read bulk_jobs:write');
+  });
+
   it('the merchant narrows what was asked, and can never widen it', async () => {
     const s = await t.shopWithKey();
     const c = await connect(t, base, s.domain, { scope: 'contracts:write billing:read', permissions: { contracts: 'read', billing: 'write', webhooks: 'write', bulk_jobs: 'write' } });

@@ -47,19 +47,21 @@ export const isS256Challenge = (c: string) => /^[A-Za-z0-9_-]{43}$/.test(c);
 export const SCOPES: readonly string[] = RESOURCES.flatMap((r) => [`${r}:read`, `${r}:write`]);
 
 /**
- * A `scope` parameter as permissions: each resource at the highest level named (write includes read). An unknown
- * scope is an error (null); an empty or missing scope asks for every scope svc knows.
+ * A `scope` parameter as permissions: each resource at the highest level named (write includes read). Words svc does
+ * not know (`openid`, `offline_access`, another server's scopes) are ignored, as RFC 6749 §3.3 lets a server do: a
+ * client that sends them still connects. No known scope at all asks for everything svc offers; the merchant narrows.
  */
-export function permissionsOfScope(scope: string | undefined | null): Permissions | null {
-  const words = (scope ?? '').split(' ').filter(Boolean);
-  const out = Object.fromEntries(RESOURCES.map((r) => [r, words.length ? 'none' : 'write'])) as Record<Resource, Level>;
-  for (const w of words) {
+export function permissionsOfScope(scope: string | undefined | null): Permissions {
+  const out = Object.fromEntries(RESOURCES.map((r) => [r, 'none'])) as Record<Resource, Level>;
+  let known = false;
+  for (const w of (scope ?? '').split(' ')) {
     const m = /^([a-z_]+):(read|write)$/.exec(w);
-    if (!m || !(RESOURCES as readonly string[]).includes(m[1])) return null;
+    if (!m || !(RESOURCES as readonly string[]).includes(m[1])) continue;
+    known = true;
     const r = m[1] as Resource;
     if (LEVELS.indexOf(m[2] as Level) > LEVELS.indexOf(out[r])) out[r] = m[2] as Level;
   }
-  return out;
+  return known ? out : (Object.fromEntries(RESOURCES.map((r) => [r, 'write'])) as Permissions);
 }
 
 /** Permissions as a `scope` value: `contracts:read contracts:write billing:read` (write is written with its read). */

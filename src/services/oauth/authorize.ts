@@ -74,7 +74,6 @@ export async function checkAuthorizationRequest(ctx: ServiceContext, p: Authoriz
   const resource = p.resource ?? ourResource;
   if (resource !== ourResource) throw refuse('invalid_target', `This server's only resource is ${ourResource}.`);
   const asked = permissionsOfScope(p.scope);
-  if (!asked) throw refuse('invalid_scope', 'scope may hold only contracts, billing, webhooks and bulk_jobs, each :read or :write.');
   return { client, redirectUri, asked, resource, codeChallenge: p.code_challenge, state: p.state };
 }
 

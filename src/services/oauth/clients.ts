@@ -47,7 +47,7 @@ function readMetadata(body: unknown): { name: string; redirectUris: string[]; me
       throw new OAuthError('invalid_client_metadata', `${field} may hold only ${allowed.join(', ')}.`);
     }
   }
-  const name = text(m.client_name, MAX_NAME) ?? new URL((uris as string[])[0]).host ?? 'An app';
+  const name = text(m.client_name, MAX_NAME) ?? (new URL((uris as string[])[0]).host || 'An unnamed app');
   const keep: Record<string, unknown> = {};
   for (const f of ['client_uri', 'logo_uri', 'software_id', 'software_version', 'scope']) {
     const v = text(m[f], 2000);
