@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/http/logging.js';
 import { TEST_CREDENTIALS, uniqueShop } from '../support/app.js';
 import { pkce, register, token } from '../support/oauth.js';
+import { written } from '../support/requestLog.js';
 import { describeInBrowser, ensureAdminUiBuilt, launch, openTab, screenshot, serve, type Served, type Tab } from './browser.js';
 
 // axe-core, when installed: the pages' serious and critical accessibility violations.
@@ -118,6 +119,23 @@ describeInBrowser('admin UI: connecting an AI assistant in a real browser', () =
       await tab.page.getByText('Contracts: Write · Billing: Read').first().waitFor();
       await expectAccessible(tab.page, `Settings → API with a connected app at ${width} px`);
       await screenshot(tab.page, `connected-apps-${width}`);
+      // Its requests, under its name.
+      const before = s.t.app.requestLog!.stats.recorded;
+      const listed = await fetch(`${s.base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${tokens.body.access_token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      expect(listed.status).toBe(200);
+      await written(s.t, before + 1);
+      await tab.page.getByRole('link', { name: 'Requests of Browser Assistant' }).click();
+      await tab.page.getByRole('heading', { name: 'Requests: Browser Assistant' }).waitFor();
+      const region = tab.page.getByRole('region', { name: 'Requests of Browser Assistant' });
+      await region.getByText('/mcp').first().waitFor();
+      expect(await tab.page.title()).toBe('Requests of a connected app · Settings → API · svc');
+      await expectAccessible(tab.page, `a connected app's requests at ${width} px`);
+      await tab.page.goBack();
+      await tab.page.getByRole('heading', { name: 'Connected apps' }).waitFor();
       await tab.page.getByRole('button', { name: 'Disconnect Browser Assistant' }).click();
       const dialog = tab.page.getByRole('dialog');
       await dialog.getByRole('button', { name: 'Disconnect' }).click();

@@ -212,7 +212,7 @@ export function KeyRequestsPage({ keyId, connectionId }: { keyId?: string; conne
               </BlockStack>
             </Box>
           ) : (
-            <div aria-busy={loading} aria-label={`Requests of ${key ? keyLabel(key) : 'this key'}`} role="region">
+            <div aria-busy={loading} aria-label={`Requests of ${key ? keyLabel(key) : connection ? connection.clientName : connectionId ? 'this app' : 'this key'}`} role="region">
               <RequestLogTable requests={data.requests} pagination={pagination} />
             </div>
           )}
