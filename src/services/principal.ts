@@ -74,18 +74,19 @@ class RequestCaller implements Caller {
 
   constructor(
     resolved: ShopPrincipal | null,
-    private readonly key: { keyId: string; shopId: string; actor: Actor; grant?: boolean } | null,
+    /** What the caller was identified by and acts as until resolved: a key, or an OAuth connection's grant. */
+    private readonly known: { kind: 'key' | 'grant'; id: string; shopId: string; actor: Actor } | null,
     private readonly admission: Admission | null,
   ) {
     this.#principal = resolved;
   }
 
   get pendingKeyId(): string | null {
-    return this.#principal || !this.key || this.key.grant ? null : this.key.keyId;
+    return this.#principal || this.known?.kind !== 'key' ? null : this.known.id;
   }
 
   get pendingGrantId(): string | null {
-    return this.#principal || !this.key?.grant ? null : this.key.keyId;
+    return this.#principal || this.known?.kind !== 'grant' ? null : this.known.id;
   }
 
   get resolved(): ShopPrincipal | null {
@@ -109,16 +110,16 @@ class RequestCaller implements Caller {
   }
 
   private async read(ctx: ServiceContext, state: KeyState | undefined): Promise<ShopPrincipal> {
-    const key = this.key!;
-    if (key.grant) {
-      const s = state ?? (await grantRows(ctx.db).states.load(key.keyId));
+    const known = this.known!;
+    if (known.kind === 'grant') {
+      const s = state ?? (await grantRows(ctx.db).states.load(known.id));
       assertGrantUsable(ctx, s);
-      this.#principal = { kind: 'shop', shopId: key.shopId, actor: key.actor, permissions: permissionsOfState(s!), who: CONNECTION };
+      this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: CONNECTION };
       return this.#principal;
     }
-    const s = state ?? (await keyRows(ctx.db).states.load(key.keyId));
+    const s = state ?? (await keyRows(ctx.db).states.load(known.id));
     assertKeyUsable(ctx, s);
-    this.#principal = { kind: 'shop', shopId: key.shopId, actor: key.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: key.keyId };
+    this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: known.id };
     return this.#principal;
   }
 }
@@ -131,8 +132,8 @@ export const resolvedCaller = (principal: ShopPrincipal, admission: Admission | 
  * by its grant's state, read when the runner (or a surface) asks, as a key's is.
  */
 export const grantCaller = (grant: { grantId: string; shopId: string }, admission: Admission | null): Caller =>
-  new RequestCaller(null, { keyId: grant.grantId, shopId: grant.shopId, actor: { type: 'oauth', id: grant.grantId }, grant: true }, admission);
+  new RequestCaller(null, { kind: 'grant', id: grant.grantId, shopId: grant.shopId, actor: { type: 'oauth', id: grant.grantId } }, admission);
 
 /** A caller known by a key this process has seen: resolved by its state, read when the runner (or a surface) asks. */
 export const keyCaller = (key: { keyId: string; shopId: string; actor: Actor }, admission: Admission | null): Caller =>
-  new RequestCaller(null, key, admission);
+  new RequestCaller(null, { kind: 'key', id: key.keyId, shopId: key.shopId, actor: key.actor }, admission);
