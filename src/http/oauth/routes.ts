@@ -17,7 +17,7 @@ import { baseUrlOf, mcpResourceOf } from './urls.js';
 import type { RateLimitOptions } from '../apiKeyGate.js';
 import { FixedWindowLimiter } from '../rateLimitStore.js';
 
-/** Registrations and token requests per client address per minute (when rate limits are on). */
+/** Registrations, authorization and token requests per client address per minute (when rate limits are on). */
 export const OAUTH_REQUESTS_PER_MINUTE = 60;
 
 /** Where the consent page is: a page of the admin UI (web/src/pages/ConsentPage.tsx). */
@@ -94,8 +94,9 @@ export function authorizationServerMetadata(base: string) {
 export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; publicUrl?: string; rateLimit?: RateLimitOptions }): Promise<void> {
   const { ctx, publicUrl } = opts;
   const base = (req: FastifyRequest) => baseUrlOf(publicUrl, req);
-  // Registration is open and each one is a row: per client address, registrations and token requests share a budget
-  // far above what connecting and refreshing take (a few requests per connection, one refresh an hour).
+  // Registration is open and each one is a row, and an authorization request may fetch a metadata document: per client
+  // address, these and token requests share a budget far above what connecting and refreshing take (a few requests
+  // per connection, one refresh an hour).
   const limiter = opts.rateLimit
     ? new FixedWindowLimiter(opts.rateLimit.store, { name: 'oauth', limit: OAUTH_REQUESTS_PER_MINUTE, clock: ctx.clock, onStoreError: opts.rateLimit.onStoreError })
     : null;
@@ -142,6 +143,12 @@ export async function oauthRoutes(app: FastifyInstance, opts: { ctx: ServiceCont
   });
 
   app.get('/oauth/authorize', { schema: { hide: true } }, async (req, reply) => {
+    // Within the same budget: an authorization request may make svc fetch a client's metadata document.
+    try {
+      await withinLimit(req, reply);
+    } catch (err) {
+      return reply.code(429).type('text/html; charset=utf-8').send(untrustedPage((err as Error).message));
+    }
     let params: AuthorizeParams;
     try {
       params = singleParams(req.query, AUTHORIZE_PARAMS);
