@@ -46,3 +46,16 @@ describe('scopes', () => {
     expect(scopeOf(permissionsOfScope(undefined))).toBe(scopeOf(permissionsOfScope('openid offline_access')));
   });
 });
+
+describe('OAuth secrets in what svc keeps', () => {
+  it('codes and tokens are scrubbed from log text, written out or percent-encoded', async () => {
+    const { redactSecrets } = await import('../../src/domain/secrets.js');
+    const { newAccessToken, newCode, newRefreshToken } = await import('../../src/domain/oauth.js');
+    for (const secret of [newAccessToken(), newRefreshToken(), newCode()]) {
+      const prefix = secret.slice(0, 8);
+      expect(redactSecrets(`/oauth/token?code=${secret}&x=1`)).toBe(`/oauth/token?code=${prefix}[REDACTED]&x=1`);
+      const encoded = `/mcp?t=${encodeURIComponent(secret).replace(/_/g, '%5F')}`;
+      expect(redactSecrets(encoded)).not.toContain(secret.slice(8));
+    }
+  });
+});
