@@ -110,6 +110,44 @@ async function insertStorm(db: Database, shopId: string, templateIds: string[], 
   return { first: r.first, last: r.last, dueAtMs: Number(r.dueAt) };
 }
 
+/** Renewals' batches (workers/billing.ts plans a hundred due contracts at a time): the ceiling writes the same. */
+const CEILING_BATCH = 100;
+
+/**
+ * The ceiling: PostgreSQL alone writing what a renewal writes, batch by batch, with no svc in between: an attempt and
+ * its `billing.attempted` event (one transaction), then the outcome (another): the attempt succeeded, the contract's
+ * next billing date moved on, a `billing.succeeded` event. Answers contracts per second.
+ */
+async function ceiling(db: Database, shopId: string, range: { first: string; last: string }): Promise<number> {
+  const ids = (await q<{ id: string }>(db, `SELECT id::text AS id FROM subscription_contracts WHERE shop_id = $1 AND id BETWEEN $2 AND $3 ORDER BY id`, [shopId, range.first, range.last])).map((r) => r.id);
+  const started = performance.now();
+  for (let i = 0; i < ids.length; i += CEILING_BATCH) {
+    const batch = ids.slice(i, i + CEILING_BATCH);
+    await db.transaction((run) =>
+      run(
+        `WITH c AS (SELECT id, shop_id, next_billing_date, totals FROM subscription_contracts WHERE id = ANY ($1::bigint[]) ORDER BY id FOR UPDATE),
+         a AS (INSERT INTO billing_attempts (id, shop_id, contract_id, cycle_date, attempt, trigger, status, amount, currency_code, idempotency_key, created_at)
+                 SELECT gen_random_uuid(), shop_id, id, next_billing_date, 1, 'schedule', 'pending', (totals->>'total')::numeric, totals->>'currencyCode',
+                        gen_random_uuid()::text, now() FROM c RETURNING contract_id)
+         INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, from_status, to_status, data)
+         SELECT c.id, c.shop_id, 'billing.attempted', now(), 'scheduler', 'ACTIVE', 'ACTIVE', '{}' FROM c JOIN a ON a.contract_id = c.id`,
+        [batch],
+      ),
+    );
+    await db.transaction((run) =>
+      run(
+        `WITH a AS (UPDATE billing_attempts SET status = 'succeeded', completed_at = now() WHERE contract_id = ANY ($1::bigint[]) AND status = 'pending' RETURNING contract_id),
+         u AS (UPDATE subscription_contracts s SET next_billing_date = s.next_billing_date + interval '1 month', updated_at = now()
+                 FROM a WHERE s.id = a.contract_id RETURNING s.id, s.shop_id)
+         INSERT INTO contract_events (contract_id, shop_id, type, at, actor_type, from_status, to_status, data)
+         SELECT id, shop_id, 'billing.succeeded', now(), 'scheduler', 'ACTIVE', 'ACTIVE', '{}' FROM u`,
+        [batch],
+      ),
+    );
+  }
+  return ids.length / ((performance.now() - started) / 1000);
+}
+
 type StormCounts = { attempts: number; done: number };
 
 /**
@@ -410,6 +448,15 @@ async function stormScenario(): Promise<Record<string, unknown>> {
     if (catchUp.answers) windowRow('  of it, while its webhooks catch up', catchUp);
   }
 
+  // The machine's ceiling, svc stopped: the same rows written by PostgreSQL alone, on a second shop's copy.
+  await stopChild(svc.child);
+  if (workers) await stopChild(workers.child);
+  const other = await setShopPlan({ ctx, input: { domain: 'billing-ceiling.myshopify.com', plan: 'enterprise' } });
+  const otherRange = await insertStorm(db, other.id, templates.map((c) => c.id), CONTRACTS, 86_400);
+  await q(db, 'ANALYZE subscription_contracts');
+  const ceilingRate = await ceiling(db, other.id, otherRange);
+  const stormRate = counts.done / stormS;
+  console.log(`ceiling: PostgreSQL alone writes a renewal's rows in batches of ${CEILING_BATCH} at ${Math.round(ceilingRate)} contracts/s; the storm ran at ${(stormRate / ceilingRate).toFixed(2)} of it`);
   console.log(`load average ${load()} (other work on this machine counts in every figure)`);
 
   const ok = !timedOut && checks.duplicateCycles === 0 && checks.duplicateOrderNames === 0 && checks.pending === 0 && checks.contractsBilled === CONTRACTS && checks.outboxRows === (WEBHOOKS_ON ? CONTRACTS : 0);
@@ -436,6 +483,8 @@ async function stormScenario(): Promise<Record<string, unknown>> {
       eventLoopDelayMs: lag,
       workersApart: WORKERS_APART,
       workersUnder: WORKERS_UNDER.join(' ') || null,
+      ceilingPerS: Math.round(ceilingRate),
+      ratioToCeiling: Math.round((stormRate / ceilingRate) * 100) / 100,
     },
     api: { alone: { p50: alone.p50, p99: alone.p99 }, duringStorm: { rps: apiRun.rps, p50: during.p50, p99: during.p99, byMethod: during.byMethod, non2xx: apiRun.non2xx, errors: apiRun.errors }, whileWebhooksCatchUp: catchUp.answers ? { p50: catchUp.p50, p99: catchUp.p99, byMethod: catchUp.byMethod } : null },
     database: where,

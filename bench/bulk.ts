@@ -12,7 +12,10 @@
  *   the job per contract above one: must be 0), and whether the preview changed anything;
  * - the machine's ceiling: on a second shop's copy of the same contracts, the rate at which PostgreSQL alone writes
  *   what the pause wrote (each contract's row, its event, its item's outcome) in batches of the worker's size with no
- *   svc in between; the job's rate as a ratio of it, so that two machines' figures compare.
+ *   svc in between; the job's rate as a ratio of it, so that two machines' figures compare;
+ * - platform mode (bench/bulkPlatform.ts): BENCH_BULK_PLATFORM_CONTRACTS (default 5,000) contracts paused by one job
+ *   against the platform's stand-in with a real cost bucket: the share of its restore rate used, THROTTLED failures,
+ *   duplicates (0 to skip it).
  * One line per row; the last line printed is one JSON object.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,6 +25,7 @@ import { createServiceContext, systemClock } from '../src/services/context.js';
 import { generateKey } from '../src/services/generateKey.js';
 import { seedContracts } from '../src/services/seedContracts.js';
 import { setShopPlan } from '../src/services/shops.js';
+import { bulkPlatformScenario, type BulkPlatformResult } from './bulkPlatform.js';
 import { benchDatabase, buildServer, cpuMs, latencyWindow, pauseResumeNext, peakRssMb, startChild, steadyRate, stopChild, type SteadyRequest, type SteadyResult } from './support.js';
 
 const CONTRACTS = Number(process.env.BENCH_BULK_CONTRACTS ?? 100_000);
@@ -32,6 +36,7 @@ const CONNECTIONS = 50;
 const ACTION_CONTRACTS = 2000;
 /** The worker's standalone batch (workers/bulkJobs.ts): the ceiling writes in batches of the same size. */
 const CEILING_BATCH = 100;
+const PLATFORM_CONTRACTS = Number(process.env.BENCH_BULK_PLATFORM_CONTRACTS ?? 5000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const q = <T>(db: Database, text: string, params: unknown[] = []) => db.withSession((run) => run(text, params)) as Promise<T[]>;
@@ -201,6 +206,17 @@ async function main(): Promise<void> {
   console.log(`svc peak rss ${rss} MB; load average ${load()} (other work on this machine counts in every figure)`);
 
   for (const c of cleanups) await c();
+
+  // 4. Platform mode, against the stand-in's cost bucket.
+  let platform: BulkPlatformResult | null = null;
+  if (PLATFORM_CONTRACTS > 0) {
+    platform = await bulkPlatformScenario({ contracts: PLATFORM_CONTRACTS });
+    console.log(
+      `platform: pause of ${platform.paused}/${platform.contracts} in ${platform.seconds} s  bucket use ${platform.bucketUseRatio} of its restore rate ` +
+        `(${platform.pointsPerSecond} points/s)  THROTTLED failures ${platform.throttledFailures} (answers met and retried: ${platform.throttledAnswers})  ` +
+        `failed ${platform.failed}  duplicates ${platform.duplicates}`,
+    );
+  }
   console.log(
     JSON.stringify({
       bench: 'bulk',
@@ -220,6 +236,7 @@ async function main(): Promise<void> {
       cpuPerContractUs: { preview: preview.cpu, pause: pause.cpu },
       ceilingPerS: Math.round(ceilingRate),
       ratioToCeiling: Math.round((pauseRate / ceilingRate) * 100) / 100,
+      platform,
     }),
   );
 }

@@ -47,6 +47,9 @@ export const ConfigSchema = z.object({
   WEBHOOK_DISPATCH_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   // How long a receiver has to answer one delivery (docs/product.md, "Webhooks out": 15 s).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(15_000),
+  // How long a bulk-job worker's claim keeps other instances off the items it took: far longer than a batch takes,
+  // since a killed instance's items wait this long before another instance takes them over.
+  BULK_JOB_LEASE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   // Where the contracts live (docs/product.md, "Platform mode"): svc's own table, or the platform's (Shopify).
   PLATFORM: z.enum(['standalone', 'shopify']).default('standalone'),
   // 32 bytes, base64 or hex: the key the platform's access tokens are stored under (AES-256-GCM). Platform mode only.
@@ -111,6 +114,7 @@ export type Config = {
   webhooksAllowPrivate: boolean;
   webhookDispatchIntervalMs: number;
   webhookTimeoutMs: number;
+  bulkJobLeaseMs: number;
   platform: PlatformConfig;
   /** GITHUB_SECRET_SCANNING_KEYS_URL: the public keys GitHub signs its leaked-key reports with. */
   secretScanningKeysUrl: string;
@@ -190,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooksAllowPrivate: e.WEBHOOKS_ALLOW_PRIVATE === 'true',
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    bulkJobLeaseMs: e.BULK_JOB_LEASE_MS,
     platform,
     secretScanningKeysUrl: e.GITHUB_SECRET_SCANNING_KEYS_URL,
     requestLog: e.REQUEST_LOG === 'on',

@@ -114,6 +114,7 @@ async function main(): Promise<void> {
     resumeIntervalMs: config.schedulerIntervalMs,
     webhookIntervalMs: config.webhookDispatchIntervalMs,
     webhookTimeoutMs: config.webhookTimeoutMs,
+    bulkJobLeaseMs: config.bulkJobLeaseMs,
     load,
     log,
     shopify: shopify && config.platform.kind === 'shopify' ? { services: shopify, syncIntervalMs: config.platform.syncIntervalMs } : undefined,

@@ -69,7 +69,7 @@ describe('permissions', () => {
     const res = await createJob(t, s.key, { selector: { contractIds: [c.id] }, change: { action: 'pause' } });
     const err = expectError(res, 403, 'insufficient_scope');
     expect(err.message).toContain('contracts: write');
-    expect(err.details).toEqual([{ path: 'permissions.contracts', message: 'write needed' }]);
+    expect(err.details).toEqual([{ path: 'permissions.contracts', message: 'contracts: write needed (has contracts: read)' }]);
     await restrict(s.shopId, { contracts: 'write', billing: 'none', webhooks: 'none', bulk_jobs: 'read' });
     expect(expectError(await createJob(t, s.key, { selector: { contractIds: [c.id] }, change: { action: 'pause' } }), 403, 'insufficient_scope').message).toContain('bulk_jobs: write');
     expect(await sql(t, 'SELECT 1 FROM bulk_jobs WHERE shop_id = $1', [s.shopId])).toEqual([]);

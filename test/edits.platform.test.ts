@@ -229,6 +229,17 @@ describe('outages and retries', () => {
     expect((await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 6 }] })).statusCode).toBe(200);
   });
 
+  it('a commit whose answer never came: 503 saying the edit may have been made, which it was on the platform', async () => {
+    const { s, id } = await shopWithContract();
+    const lineId = (await read(s, id)).lines[0].id;
+    p.standIn.faults.add({ kind: 'hangup' }, { shop: s.domain, operation: 'subscriptionDraftCommit', when: 'after' });
+    const res = await edit(s, id, { operations: [{ op: 'set_quantity', lineId, quantity: 5 }] });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error).toMatchObject({ code: 'platform_unavailable', message: expect.stringContaining('it may have been made there') });
+    expect(res.json().error.message).not.toContain('Nothing was changed');
+    expect(p.standIn.contract(s.domain, id).lines[0].quantity).toBe(5);
+  });
+
   it('an Idempotency-Key replays a committed edit: made on the platform once, the same answer', async () => {
     const { s, id } = await shopWithContract();
     const body = { operations: [{ op: 'add_line', variantId: String(s.oats.id), quantity: 1, price: '9.80' }] };

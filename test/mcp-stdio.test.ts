@@ -77,6 +77,10 @@ describe('svc mcp-stdio: the same tools over stdio, running on the HTTP API', ()
       expect(paused.contract).toMatchObject({ status: 'PAUSED', resumeAt: '2027-01-05T00:00:00.000Z' });
       const list = toolOk(await client.callTool({ name: 'list_subscription_contracts', arguments: { status: 'PAUSED', limit: 5 } }));
       expect(list.contracts.map((x: { id: string }) => x.id)).toContain(c.id);
+      // Several statuses and a filter reach the API as its query (status repeated).
+      const filtered = toolOk(await client.callTool({ name: 'list_subscription_contracts', arguments: { status: ['PAUSED', 'CANCELLED'], customerId: c.customerId } }));
+      expect(filtered.contracts.map((x: { id: string }) => x.id)).toContain(c.id);
+      expect(new Set(filtered.contracts.map((x: { status: string; customer: { id: string } }) => `${x.status} ${x.customer.id}`))).toEqual(new Set([`PAUSED ${c.customerId}`]));
       const events = toolOk(await client.callTool({ name: 'list_contract_events', arguments: { contractId: c.id } }));
       // A client of the HTTP API: its actions are the key's, like any integration's.
       expect(events.events[0]).toMatchObject({ type: 'contract.paused', actor: { type: 'api_key', keyFingerprint: shop.fingerprint } });

@@ -126,6 +126,32 @@ describe('MCP over Streamable HTTP: the tools do what the API does', () => {
     }
   });
 
+  it('list_subscription_contracts takes the list endpoint\'s filters: statuses, a customer, a variant, a window of dates', async () => {
+    const other = await t.shopWithKey();
+    const day = (n: number) => new Date(t.clock.now().getTime() + n * 86_400_000);
+    const ada = await insertContract(t, other.shopId, { customerEmail: 'ada@example.com', nextBillingDate: day(2) });
+    const paused = await insertContract(t, other.shopId, { customerEmail: 'Ada@Example.com', status: 'PAUSED', pausedAt: t.clock.now(), nextBillingDate: day(5) });
+    const later = await insertContract(t, other.shopId, { customerEmail: 'bob@example.com', nextBillingDate: day(40) });
+    await insertContract(t, other.shopId, { customerEmail: 'cy@example.com', status: 'CANCELLED', nextBillingDate: day(3) });
+    const c2 = await mcpClient(base, other.key);
+    const ids = async (args: Record<string, unknown>) =>
+      toolOk(await c2.callTool({ name: 'list_subscription_contracts', arguments: args })).contracts.map((c: { id: string }) => c.id);
+    try {
+      expect(await ids({ status: ['ACTIVE', 'PAUSED'] })).toEqual([ada.id, paused.id, later.id]);
+      expect(await ids({ customerEmail: 'ADA@example.com' })).toEqual([ada.id, paused.id]);
+      expect(await ids({ status: 'ACTIVE', nextBillingDateTo: day(10).toISOString() })).toEqual([ada.id]);
+      expect(await ids({ nextBillingDateFrom: day(4).toISOString(), nextBillingDateTo: day(60).toISOString() })).toEqual([paused.id, later.id]);
+      // The same answer as the API's list with the same query.
+      const api = await t.inject({ url: `${API}?status=ACTIVE&status=PAUSED&customerEmail=ada%40example.com`, headers: bearer(other.key) });
+      expect(toolOk(await c2.callTool({ name: 'list_subscription_contracts', arguments: { status: ['ACTIVE', 'PAUSED'], customerEmail: 'ada@example.com' } }))).toEqual(api.json());
+      // A filter that is not one: refused as the tool's arguments, nothing listed.
+      const bad = await c2.callTool({ name: 'list_subscription_contracts', arguments: { variantId: 'espresso' } });
+      expect(bad.isError).toBe(true);
+    } finally {
+      await c2.close();
+    }
+  });
+
   it('pause, reschedule, resume, skip and cancel change the contract and record actor mcp with the key fingerprint', async () => {
     const c = await insertContract(t, shop.shopId);
     const call = async (name: string, args: object) => toolOk(await client.callTool({ name, arguments: { contractId: c.id, ...args } })).contract;

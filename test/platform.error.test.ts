@@ -459,13 +459,23 @@ describe('plan, uninstall and privacy', () => {
   it('shop/redact deletes every row of a shop that uninstalled', async () => {
     const s = await p.install({ contracts: 2 });
     await act(s.key, s.contractIds[0], { action: 'pause' });
+    // A bulk job (and its items) is the shop's too.
+    const job = await p.t.inject({ method: 'POST', url: '/api/v1/bulk-jobs', headers: { authorization: `Bearer ${s.key}` }, payload: { preview: true, selector: { contractIds: s.contractIds }, change: { action: 'skip' } } });
+    expect(job.statusCode).toBe(201);
+    expect(await count(`SELECT count(*)::int AS n FROM bulk_jobs WHERE shop_id = $1`, [s.shopId])).toBe(1);
     p.standIn.uninstall(s.domain);
     await p.settle();
     p.standIn.sendCompliance(s.domain, 'shop/redact');
     await p.settle();
-    for (const table of ['subscription_contracts', 'contract_events', 'api_keys', 'webhook_endpoints', 'webhook_deliveries', 'idempotency_keys', 'platform_installations']) {
+    // Every table with a shop_id column, so a table added later is held to this as well.
+    const tables = await p.t.ctx.db.withSession((run) => run<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'shop_id' ORDER BY table_name`),
+    );
+    expect(tables.map((r) => r.table_name)).toEqual(expect.arrayContaining(['bulk_jobs', 'subscription_contracts', 'api_keys']));
+    for (const { table_name: table } of tables) {
       expect(await count(`SELECT count(*)::int AS n FROM ${table} WHERE shop_id = $1`, [s.shopId]), table).toBe(0);
     }
+    expect(await count(`SELECT count(*)::int AS n FROM bulk_job_items WHERE job_id = $1`, [job.json().bulkJob.id])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM shops WHERE domain = $1`, [s.domain])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1`, [s.domain])).toBe(0);
   });

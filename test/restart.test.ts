@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { PGlite } from '@electric-sql/pglite';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { acquireEmbeddedLock } from '../src/db/embeddedLock.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './support/db.js';
 import { call, startServer, stopAllServers } from './support/processes.js';
@@ -11,6 +12,12 @@ import { call, startServer, stopAllServers } from './support/processes.js';
  * it (the holder's start time), not by its pid, which a zombie not yet reaped or a new process can still answer to.
  * A live holder is still refused with the plain message of docs/product.md §8.
  */
+
+/** A copy of the migrated template in `dataDir`: creating an embedded database from nothing costs a minute on a busy machine. */
+async function migratedCopy(dataDir: string): Promise<void> {
+  const made = await PGlite.create({ dataDir, loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) });
+  await made.close();
+}
 
 const procState = (pid: number): string | null => {
   try {
@@ -24,6 +31,7 @@ const procState = (pid: number): string | null => {
 // The embedded database's lock: there is none on PostgreSQL.
 describe.skipIf(onPostgres())('restarting on the embedded database', { timeout: 600_000 }, () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-restart-'));
+  beforeAll(() => migratedCopy(dataDir), 120_000);
   afterAll(async () => {
     await stopAllServers();
     rmSync(dataDir, { recursive: true, force: true });
@@ -84,6 +92,7 @@ describe('WEBHOOKS_ALLOW_PRIVATE', { timeout: 600_000 }, () => {
 
   it('a start with it on warns, saying what it allows and that it is for development; without it, no such warning', async () => {
     database = onPostgres() ? await createTestDatabase() : undefined;
+    if (!database) await migratedCopy(dataDir);
     const where = database ? { databaseUrl: database.url! } : { databaseUrl: '', env: { DATA_DIR: dataDir } };
     const warning = (l: Record<string, unknown>) => l.setting === 'WEBHOOKS_ALLOW_PRIVATE';
 

@@ -24,8 +24,8 @@ export async function eraseCustomerRows(run: RunSql, shopId: string, shopDomain:
   );
 }
 
-/** Every table holding a shop's rows by shop id, children first. */
-const SHOP_TABLES = ['request_log', 'oauth_tokens', 'oauth_codes', 'oauth_grants', 'webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'billing_attempts', 'billing_policies', 'shop_order_counters', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
+/** Every table holding a shop's rows by shop id, children first (a bulk job's items go with it: ON DELETE CASCADE). */
+const SHOP_TABLES = ['bulk_jobs', 'request_log', 'oauth_tokens', 'oauth_codes', 'oauth_grants', 'webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'billing_attempts', 'billing_policies', 'shop_order_counters', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
 
 /** Deletes every row of a shop, the shop's own included, in the transaction of `run`. */
 export async function deleteShopRows(run: RunSql, shopId: string, shopDomain: string): Promise<void> {

@@ -62,6 +62,18 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * A change sent to the platform whose answer never came (no answer in time, a cut connection, a 5xx): it may have been
+ * made there. 503 platform_unavailable like any platform failure, but whoever would send it again must know first
+ * (a status change may be sent again: its end state is the same; an edit may not: a line would be added twice).
+ */
+export class OutcomeUnknown extends ServiceError {
+  constructor(message: string, opts: { headers?: Record<string, string> } = {}) {
+    super('platform_unavailable', message, opts);
+    this.name = 'OutcomeUnknown';
+  }
+}
+
 export const MESSAGES = {
   unauthorized: 'The API key is invalid or has been revoked.',
   missingKey: 'Missing API key. Send it as "Authorization: Bearer <API_KEY>".',

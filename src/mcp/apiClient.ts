@@ -94,9 +94,12 @@ export function httpOperations(
     }
   }
 
-  const query = (q: Record<string, string | number | undefined>) => {
+  const query = (q: Record<string, string | number | readonly string[] | undefined>) => {
     const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    for (const [k, v] of Object.entries(q)) {
+      if (Array.isArray(v)) for (const each of v) params.append(k, String(each));
+      else if (v !== undefined) params.set(k, String(v));
+    }
     const s = params.toString();
     return s ? `?${s}` : '';
   };
@@ -107,7 +110,7 @@ export function httpOperations(
     /** What the key is (GET /api/v1/key, which any key may call): whether it is accepted, and what it may do. */
     currentKey: async () => (await call<{ key: CurrentKey }>('GET', '/api/v1/key')).key,
     getContract: async (id) => (await call<{ contract: never }>('GET', contract(id))).contract,
-    listContracts: ({ status, limit, cursor }) => call('GET', `/api/v1/subscription-contracts${query({ status, limit, cursor })}`),
+    listContracts: (q) => call('GET', `/api/v1/subscription-contracts${query(q)}`),
     actOnContract: async (id, body) => (await call<{ contract: never }>('POST', `${contract(id)}/actions`, body)).contract,
     listContractEvents: (id, { limit, cursor }) => call('GET', `${contract(id)}/events${query({ limit, cursor })}`),
     editContract: (id, body) => call('POST', `${contract(id)}/edits`, body),

@@ -11,10 +11,14 @@ import { currentContract } from '../services/readContract.js';
 import { withContract } from '../services/runner.js';
 import { listContractEvents } from '../services/listContractEvents.js';
 import { listContracts } from '../services/listContracts.js';
+import type { ContractFilter } from '../domain/contractFilter.js';
 import { createBulkJob, startBulkJob, type BulkJob } from '../services/bulkJobs.js';
 import { getBulkJob, listBulkJobResults, listBulkJobs, type BulkJobResult } from '../services/bulkJobQueries.js';
 
 export type Page = { limit?: number; cursor?: string };
+
+/** A page of contracts a filter matches (domain/contractFilter.ts); `status` one or several. */
+export type ContractListQuery = Page & Omit<ContractFilter, 'status'> & { status?: ContractStatus | ContractStatus[] };
 
 /**
  * What the MCP tools can do to one shop's contracts. Two implementations: the services themselves (the /mcp
@@ -24,7 +28,7 @@ export type ContractOperations = {
   getContract(contractId: string): Promise<Contract>;
   /** getContract as its JSON text, where it can be had without building the object (the services: the API's GET). */
   getContractJson?(contractId: string): Promise<string>;
-  listContracts(query: Page & { status?: ContractStatus }): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
+  listContracts(query: ContractListQuery): Promise<{ contracts: Contract[]; nextCursor: string | null }>;
   /** `body` is an action body exactly as the API takes it; the service validates it. */
   actOnContract(contractId: string, body: Record<string, unknown>): Promise<Contract>;
   listContractEvents(contractId: string, query: Page): Promise<{ events: ContractEvent[]; nextCursor: string | null }>;
@@ -53,7 +57,7 @@ export function serviceOperations(ctx: ServiceContext, caller: Caller): Contract
       return toContract(await currentContract(ctx, row));
     },
     getContractJson: async (contractId) => (await requestContractJson(ctx, caller, contractId)).json,
-    listContracts: async ({ status, limit, cursor }) => listContracts({ ctx, input: { principal: await principal('listSubscriptionContracts'), status, limit, cursor } }),
+    listContracts: async (query) => listContracts({ ctx, input: { principal: await principal('listSubscriptionContracts'), ...query } }),
     actOnContract: async (contractId, body) => (await requestAction(ctx, caller, contractId, body)).contract,
     listContractEvents: async (contractId, { limit, cursor }) =>
       listContractEvents({ ctx, input: { principal: await principal('listContractEvents'), contractId, limit, cursor } }),

@@ -12,7 +12,8 @@ import { UtcTimestamp } from '../domain/time.js';
 import { ListContractsQuery, ListEventsQuery } from '../http/api/v1/schemas.js';
 import { actionNeeds, needsOf, type OperationName } from '../domain/operations.js';
 import type { Permission } from '../domain/permissions.js';
-import type { ContractOperations } from './operations.js';
+import type { ContractListQuery, ContractOperations } from './operations.js';
+import { ContractFilter } from '../domain/contractFilter.js';
 import { BULK_JOB_STATUSES, BulkChange, BulkJobResource, BulkJobResultResource, Selector } from '../domain/bulkJobs.js';
 
 /**
@@ -308,10 +309,21 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'list_subscription_contracts',
     title: 'List subscription contracts',
     description:
-      'List the shop\'s subscription contracts in id order, optionally only those with one status. Returns a page ' +
-      'of contracts and nextCursor: pass it back as cursor for the next page; it is null on the last page.',
+      'List the shop\'s subscription contracts in id order, optionally only those a filter matches (statuses, payment ' +
+      'trouble, one customer by id or email, a variant, a window of next billing dates; the filters AND together, as a ' +
+      'bulk job\'s). Returns a page of contracts and nextCursor: pass it back as cursor for the next page; it is null ' +
+      'on the last page.',
     input: z.strictObject({
-      status: ContractStatus.optional().describe('Only contracts with this status; omit for all.'),
+      status: z
+        .union([ContractStatus, z.array(ContractStatus).min(1).max(5)])
+        .optional()
+        .describe('Only contracts with this status, or one of these statuses; omit for all.'),
+      billingStatus: ContractFilter.shape.billingStatus,
+      customerId: ContractFilter.shape.customerId,
+      customerEmail: ContractFilter.shape.customerEmail,
+      variantId: ContractFilter.shape.variantId,
+      nextBillingDateFrom: ContractFilter.shape.nextBillingDateFrom,
+      nextBillingDateTo: ContractFilter.shape.nextBillingDateTo,
       limit: Limit('contracts'),
       cursor: Cursor,
     }),
@@ -319,7 +331,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     annotations: read('List subscription contracts'),
     needs: op('listSubscriptionContracts'),
     readsContractFirst: false,
-    run: (ops, args) => ops.listContracts(args as { status?: Contract['status']; limit?: number; cursor?: string }),
+    run: (ops, args) => ops.listContracts(args as ContractListQuery),
   },
   ...ACTION_NAMES.map(actionTool),
   editTool,

@@ -8,7 +8,7 @@ import type { EditOperation } from '../domain/commands/edits/index.js';
 import type { Catalog } from '../domain/commands/edits/operation.js';
 import { checkCommand, plan } from '../domain/commands/plan.js';
 import type { Command } from '../domain/commands/registry.js';
-import { MESSAGES, ServiceError } from '../domain/errors.js';
+import { MESSAGES, OutcomeUnknown, ServiceError } from '../domain/errors.js';
 import { ALL } from '../domain/permissions.js';
 import { mapInLanes } from '../lanes.js';
 import { catalogFor } from './catalog.js';
@@ -88,8 +88,14 @@ async function catalogOf(ctx: ServiceContext, shopId: string, change: BulkChange
   return catalogFor(ctx, shopId, change.operations as unknown as EditOperation[]);
 }
 
-/** Runs a batch of a job's claimed items; answers how many it settled and how many it left for later. */
-export async function runBulkItems(ctx: ServiceContext, job: BulkItemsRun): Promise<{ settled: number; left: number }> {
+/**
+ * What a batch came to: how many items it settled, how many it left for later, and (platform mode) whether the
+ * platform refused the shop's token: the app was uninstalled, and the job cannot go on.
+ */
+export type BulkItemsDone = { settled: number; left: number; notInstalled?: boolean };
+
+/** Runs a batch of a job's claimed items. */
+export async function runBulkItems(ctx: ServiceContext, job: BulkItemsRun): Promise<BulkItemsDone> {
   const principal = bulkJobPrincipal(job.shopId, job.jobId);
   const catalog = await catalogOf(ctx, job.shopId, job.change);
   if (ctx.platform.callsOut) return platformItems(ctx, job, principal, catalog);
@@ -165,8 +171,13 @@ async function lockedItems(ctx: ServiceContext, run: RunSql, job: BulkItemsRun, 
   return { settled: mine.length - left, left };
 }
 
-/** Platform mode: each contract through the change path on its own (the platform first), `lanes` at a time. */
-async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: ShopPrincipal, catalog: Catalog | null): Promise<{ settled: number; left: number }> {
+/**
+ * Platform mode: each contract through the change path on its own (the platform first), `lanes` at a time. A
+ * platform that refuses the shop's token (the app was uninstalled, its app/uninstalled webhook perhaps not yet
+ * processed) ends the batch: its items not done are left pending, for the worker to end the job as an uninstall does,
+ * rather than failed one by one, each after a refresh of the token the platform refuses again.
+ */
+async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: ShopPrincipal, catalog: Catalog | null): Promise<BulkItemsDone> {
   const rows = await ctx.db.withSession((run) => contractsOfShop(run, job.shopId, job.contractIds, 'none'));
   if (!job.preview) {
     const [state] = await ctx.db.withSession((run) => run<{ status: string }>(`SELECT status FROM bulk_jobs WHERE id = $1`, [job.jobId]));
@@ -177,9 +188,12 @@ async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: 
       return { settled: job.contractIds.length, left: 0 };
     }
   }
+  // Set by any lane (a closure's write, which a plain `let` would hide from the type checker).
+  const token = { refused: false };
   const outcomes = await mapInLanes(job.contractIds, job.lanes, async (contractId): Promise<ItemOutcome | null> => {
     const row = rows.get(contractId);
     const now = ctx.clock.now();
+    if (token.refused) return { contractId, status: 'pending', notBefore: null };
     if (!row) return { contractId, status: 'failed', code: 'not_found', message: MESSAGES.contractNotFound };
     try {
       const command = commandFor(job.change, row, catalog, job.preview);
@@ -198,8 +212,15 @@ async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: 
       // Committed: its own statement marked the item done.
       return committed?.changed ? null : { contractId, status: 'succeeded', totals: itemTotals(row.totals, row.totals) };
     } catch (err) {
+      // An edit whose answer never came may have been made: sent again, a line could be added twice. At most once: it
+      // fails, saying so (a status change is sent again: its end state is the same either way).
+      if (err instanceof OutcomeUnknown && isEdit(job.change)) return { contractId, status: 'failed', code: err.code, message: err.message };
       // A contract another change holds on the platform, or a platform that cannot be reached now: later.
       if (err instanceof ServiceError && err.code === 'platform_unavailable') return { contractId, status: 'pending', notBefore: null };
+      if (err instanceof ServiceError && err.code === 'app_not_installed') {
+        token.refused = true;
+        return { contractId, status: 'pending', notBefore: null };
+      }
       return refusal(contractId, err, now, job.lastTry.has(contractId));
     }
   });
@@ -209,7 +230,7 @@ async function platformItems(ctx: ServiceContext, job: BulkItemsRun, principal: 
     await releaseItems(run, job.jobId, recorded.filter((o) => o.status === 'pending' && !o.notBefore).map((o) => o.contractId));
   });
   const left = recorded.filter((o) => o.status === 'pending').length;
-  return { settled: job.contractIds.length - left, left };
+  return { settled: job.contractIds.length - left, left, ...(token.refused && { notInstalled: true }) };
 }
 
 /** An edit whose outcome only the platform can price: a variant added or swapped to without a price, a discount code. */

@@ -8,9 +8,9 @@ import { Worker, type WorkerLog } from './worker.js';
 /** Items claimed at once: in standalone mode one transaction's worth (their contracts are locked while it lasts). */
 const STANDALONE_BATCH = 100;
 /** In platform mode, the contracts in flight at once (paced by the shop's cost bucket) and claimed per round. */
-const PLATFORM_LANES = 8;
+export const PLATFORM_LANES = 8;
 const PLATFORM_BATCH = 40;
-/** How long a claim keeps other workers off an item: far longer than a batch takes; a killed worker's items wait this long. */
+/** How long a claim keeps other workers off an item, by default: far longer than a batch takes; a killed worker's items wait this long. */
 const LEASE_MS = 60_000;
 /** A round works at most this long before it lets the loop breathe (and a stop be seen). */
 const ROUND_MS = 2_000;
@@ -19,6 +19,8 @@ export type BulkJobWorkerOptions = {
   intervalMs: number;
   /** True while requests crowd the instance: the worker gives way (items are not the API's to wait for). */
   busy?: () => boolean;
+  /** How long a claim lasts (BULK_JOB_LEASE_MS; LEASE_MS by default). */
+  leaseMs?: number;
   /** Tests: a batch size. */
   batchSize?: number;
   log?: WorkerLog;
@@ -37,12 +39,14 @@ export class BulkJobWorker extends Worker {
   readonly stats = { ticks: 0, items: 0, failures: 0 };
   private lastPurge = 0;
   private more = false;
+  private readonly leaseMs: number;
 
   constructor(
     private readonly ctx: ServiceContext,
     private readonly opts: BulkJobWorkerOptions,
   ) {
     super('bulk jobs', opts.intervalMs, opts.log);
+    this.leaseMs = opts.leaseMs ?? LEASE_MS;
   }
 
   protected nextDelayMs(): number {
@@ -106,29 +110,32 @@ export class BulkJobWorker extends Worker {
 
   /** The unfinished jobs of shops that uninstalled the app end failed, their remaining items skipped. */
   private async failUninstalled(): Promise<void> {
-    const now = this.ctx.clock.now();
-    const message = 'The shop uninstalled the app: the job cannot go on.';
     const jobs = await this.ctx.db.withSession((run) =>
       run<{ id: string; shopId: string }>(
         `SELECT j.id::text AS id, j.shop_id::text AS "shopId" FROM bulk_jobs j JOIN shops s ON s.id = j.shop_id
           WHERE s.uninstalled_at IS NOT NULL AND j.status IN ('previewing', 'previewed', 'queued', 'running')`,
       ),
     );
-    for (const j of jobs) {
-      // In-flight items too: without the shop's token the platform refuses them anyway.
-      const row = await this.ctx.db.withSession(async (run) => {
-        await skipPending(run, j.id, new Date(now.getTime() + LEASE_MS), 'app_not_installed', message);
-        return jobRow(run, j.shopId, j.id);
-      });
-      if (row) await endJob(this.ctx, row, 'failed', { failure: message });
-    }
+    for (const j of jobs) await this.failNotInstalled(j);
+  }
+
+  /** A job of a shop whose app is uninstalled ends failed, its remaining items skipped (app_not_installed). */
+  private async failNotInstalled(j: { id: string; shopId: string }): Promise<void> {
+    const now = this.ctx.clock.now();
+    const message = 'The shop uninstalled the app: the job cannot go on.';
+    // In-flight items too: without the shop's token the platform refuses them anyway.
+    const row = await this.ctx.db.withSession(async (run) => {
+      await skipPending(run, j.id, new Date(now.getTime() + this.leaseMs), 'app_not_installed', message);
+      return jobRow(run, j.shopId, j.id);
+    });
+    if (row) await endJob(this.ctx, row, 'failed', { failure: message });
   }
 
   /** One batch of one job: claimed, run, and the job ended when nothing is left. Answers the items settled. */
   private async step(job: BulkJobRow): Promise<number> {
     const now = this.ctx.clock.now();
     const platform = this.ctx.platform.callsOut;
-    const until = new Date(now.getTime() + LEASE_MS);
+    const until = new Date(now.getTime() + this.leaseMs);
     const limit = this.opts.batchSize ?? (platform ? PLATFORM_BATCH : STANDALONE_BATCH);
     const claimed = await claimItems(this.ctx.db, job.id, { now, until, limit });
     const ids = claimed.map((c) => c.id);
@@ -151,6 +158,8 @@ export class BulkJobWorker extends Worker {
       lastTry,
       lanes: PLATFORM_LANES,
     });
+    // The platform refused the shop's token: the job ends as an uninstall's does, before its webhook comes.
+    if (done.notInstalled) await this.failNotInstalled(job);
     return done.settled;
   }
 }

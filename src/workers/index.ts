@@ -25,6 +25,8 @@ export function createWorkers(
     webhookTimeoutMs?: number;
     /** How often the bulk-job worker looks for work when it has none (it is also woken when a job is made). */
     bulkJobIntervalMs?: number;
+    /** How long the bulk-job worker's claims last (a killed instance's items are taken over after it). */
+    bulkJobLeaseMs?: number;
     load?: RequestLoad;
     log?: WorkerLog;
     /** Platform mode: the platform's webhooks are processed, and reconciliation runs every `syncIntervalMs`. */
@@ -45,7 +47,7 @@ export function createWorkers(
   const oauthCleanup = new OAuthCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   // Bulk jobs give way to requests as the dispatcher does, and to a billing storm (renewals have a deadline).
-  const bulkJobs = new BulkJobWorker(ctx, { intervalMs: opts.bulkJobIntervalMs ?? 1000, busy, log: opts.log });
+  const bulkJobs = new BulkJobWorker(ctx, { intervalMs: opts.bulkJobIntervalMs ?? 1000, leaseMs: opts.bulkJobLeaseMs, busy, log: opts.log });
   const platformInbox = opts.shopify ? new PlatformInboxWorker(opts.shopify.services, { log: opts.log }) : null;
   const reconcile = opts.shopify ? new ReconcileWorker(opts.shopify.services, { intervalMs: opts.shopify.syncIntervalMs, log: opts.log }) : null;
   // Platform mode with billing on: the attempts whose outcome has not come by webhook are read from the platform.

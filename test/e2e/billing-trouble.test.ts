@@ -153,20 +153,20 @@ describeInBrowser('admin UI: payment trouble in a real browser', () => {
     expect(await row(fine.id).innerText()).not.toMatch(/Payment|Retrying/);
     await expectNoClippedTables(page, { scrolling: false, where: 'the contracts list with payment trouble' });
 
-    await page.getByLabel('Billing').selectOption('trouble');
+    await page.getByLabel('Billing', { exact: true }).selectOption('trouble');
     await expect.poll(async () => page.locator('tbody tr').count(), SLOW).toBe(2);
     expect(await row(fine.id).count()).toBe(0);
     expect(new URL(page.url()).searchParams.get('billing')).toBe('trouble');
     expect(t.adminCalls.some((c) => c.url.includes('billingStatus=retrying&billingStatus=action_required'))).toBe(true);
     await screenshot(page, 'contracts-payment-trouble', false);
     // Only the failed ones: the filters AND together.
-    await page.getByLabel('Status').selectOption('FAILED');
+    await page.getByRole('checkbox', { name: 'Failed' }).check();
     await expect.poll(async () => page.locator('tbody tr').count(), SLOW).toBe(1);
     await row(failed.id).waitFor();
     // The filter is kept in the address: a reload shows the same.
     await page.reload();
     await row(failed.id).waitFor();
-    expect(await page.getByLabel('Billing').inputValue()).toBe('trouble');
+    expect(await page.getByLabel('Billing', { exact: true }).inputValue()).toBe('trouble');
     await finish();
   });
 

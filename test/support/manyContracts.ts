@@ -1,5 +1,5 @@
-import type { TestApp } from './app.js';
-import { sql } from './fixtures.js';
+import type { RunSql } from '../../src/db/client.js';
+import type { TestDatabase } from './db.js';
 
 export const MANY_STATUSES = ['ACTIVE', 'ACTIVE', 'ACTIVE', 'PAUSED', 'CANCELLED'] as const;
 
@@ -9,12 +9,17 @@ export const MANY_STATUSES = ['ACTIVE', 'ACTIVE', 'ACTIVE', 'PAUSED', 'CANCELLED
  * `customer<i, five digits>@example.com` and bills `i` hours after `now`, monthly, one line of "Coffee 1kg". The
  * ids are returned in `i` order, so the last is the newest.
  */
-export async function insertManyContracts(t: TestApp, shopId: string, count: number, opts: { emailDomain?: string; ids?: boolean } = {}): Promise<string[]> {
+export async function insertManyContracts(
+  t: { database: TestDatabase; clock: { now(): Date } },
+  shopId: string,
+  count: number,
+  opts: { emailDomain?: string; ids?: boolean } = {},
+): Promise<string[]> {
   const returning = opts.ids === false ? '' : 'RETURNING id::text AS id';
   const now = t.clock.now();
-  const rows = await sql<{ id: string }>(
-    t,
-    `INSERT INTO subscription_contracts (shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
+  const insert = (run: RunSql) =>
+    run<{ id: string }>(
+      `INSERT INTO subscription_contracts (shop_id, status, customer_id, customer_email, billing_interval, billing_interval_count,
        delivery_interval, delivery_interval_count, next_billing_date, lines, totals, paused_at, cancelled_at, created_at, updated_at)
      SELECT $1::bigint, s.status, (8000000 + i)::text, format('customer%s@%s', lpad(i::text, 5, '0'), $5::text), 'MONTH', 1, 'MONTH', 1,
        $2::timestamptz + i * interval '1 hour',
@@ -29,7 +34,8 @@ export async function insertManyContracts(t: TestApp, shopId: string, count: num
      CROSS JOIN LATERAL (SELECT ($4::text[])[1 + i % 5] AS status) s
      ORDER BY i
      ${returning}`,
-    [shopId, now.toISOString(), count, [...MANY_STATUSES], opts.emailDomain ?? 'example.com'],
-  );
+      [shopId, now.toISOString(), count, [...MANY_STATUSES], opts.emailDomain ?? 'example.com'],
+    );
+  const rows = await t.database.db.withSession(insert);
   return rows.map((r) => r.id).sort((a, b) => Number(BigInt(a) - BigInt(b)));
 }

@@ -1,4 +1,4 @@
-import { ServiceError } from '../../domain/errors.js';
+import { OutcomeUnknown, ServiceError } from '../../domain/errors.js';
 
 /**
  * How a call to the platform's Admin API fails, as a caller meets it: 503 platform_unavailable (unreachable,
@@ -8,6 +8,12 @@ import { ServiceError } from '../../domain/errors.js';
 
 export const platformUnavailable = (why: string, retryAfterSeconds = 5) =>
   new ServiceError('platform_unavailable', `The platform could not be reached or did not answer (${why}). Nothing was changed; try again shortly.`, {
+    headers: { 'retry-after': String(retryAfterSeconds) },
+  });
+
+/** A mutation sent whose answer never came: it may have been carried out on the platform. */
+export const mutationOutcomeUnknown = (why: string, retryAfterSeconds = 5) =>
+  new OutcomeUnknown(`The platform did not answer the change (${why}): it may have been made there. Read the contract before sending it again.`, {
     headers: { 'retry-after': String(retryAfterSeconds) },
   });
 

@@ -26,6 +26,8 @@ export class CostBucket {
   inFlight = 0;
   /** The last call to have taken its turn: the next waits for it. */
   tail: Promise<void> = Promise.resolve();
+  /** Wakes the call waiting for points when an answer tells more about the bucket than the wait was worked out from. */
+  private wake: (() => void) | null = null;
   constructor(now: number) {
     // The platform's documented defaults for a standard shop, until its first answer says otherwise.
     this.max = 2000;
@@ -50,6 +52,9 @@ export class CostBucket {
     this.available = cost.currentlyAvailable - this.inFlight;
     this.restoreRate = cost.restoreRate || 1;
     this.at = now;
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
   }
   /** Milliseconds until `cost` points are there. */
   waitFor(cost: number, now: number): number {
@@ -59,7 +64,10 @@ export class CostBucket {
 
   /**
    * Waits for the call's turn (after every call that came before it) and for `cost` points, then takes them. Past the
-   * budget (`left`), 503: nothing was sent.
+   * budget (`left`), 503: nothing was sent. The wait is worked out again whenever an answer reports the bucket: it was
+   * worked out from calls in flight at their expected cost, and their answers usually leave more than that (the
+   * platform refunds what a call did not use), so a wait that ran its first course would leave a small bucket full,
+   * its restore rate unused.
    */
   async turn(cost: number, left: () => number, now: () => number): Promise<void> {
     const before = this.tail;
@@ -67,15 +75,27 @@ export class CostBucket {
     this.tail = new Promise<void>((resolve) => (done = resolve));
     try {
       await before;
-      const wait = this.waitFor(cost, now());
-      if (wait > 0) {
+      for (let wait = this.waitFor(cost, now()); wait > 0; wait = this.waitFor(cost, now())) {
         if (wait > left()) throw platformUnavailable('the shop’s API cost limit is used up', Math.ceil(wait / 1000));
-        await sleep(wait);
+        await this.sleepUnlessWoken(wait);
       }
       this.take(cost, now());
     } finally {
       done();
     }
+  }
+
+  private sleepUnlessWoken(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 }
 

@@ -6,12 +6,13 @@ import type { Command } from '../../domain/commands/registry.js';
 import type { PlatformState } from '../../domain/commands/sync.js';
 import { totalsOf, type ContractState, type Discount, type Line } from '../../domain/contract.js';
 import type { ErrorDetail } from '../../domain/errors.js';
-import { ServiceError } from '../../domain/errors.js';
+import { OutcomeUnknown, ServiceError } from '../../domain/errors.js';
 import { currencyDigits, fromUnits, toUnits, type Money } from '../../domain/money.js';
 import { isoString, type Interval } from '../../domain/time.js';
 import { unreachable } from '../../domain/unreachable.js';
 import type { Executed } from '../../services/platform.js';
 import type { ShopifyAdmin, ShopRef } from './admin.js';
+import { platformUnavailable } from './adminFailures.js';
 import { discountGid, lastSegment, lineGid, mirrorFields, toAddress, toDiscount, toLine, variantGid, type PlatformAddress, type PlatformContract, type PlatformDiscount, type PlatformLine } from './contracts.js';
 import { PLATFORM_COUNTRY_CODES } from './countryCodes.js';
 import { COMMIT_DRAFT, CREATE_DRAFT, draftEditDocument, VARIANT_PRICES, type DraftOperation } from './documents.js';
@@ -61,7 +62,7 @@ export class ShopifyEdits {
     });
     if (countries.length) throw editRejected(countries);
     const unpriced = [...new Set(operations.flatMap((o) => ((o.op === 'add_line' || o.op === 'swap_variant') && o.price === undefined ? [o.variantId] : [])))];
-    const [draftId, prices] = await Promise.all([this.createDraft(shop, gid), this.variantPrices(shop, unpriced)]);
+    const [draftId, prices] = await Promise.all([uncommitted(this.createDraft(shop, gid)), this.variantPrices(shop, unpriced)]);
     const unknown: ErrorDetail[] = [];
     operations.forEach((o, i) => {
       if ((o.op === 'add_line' || o.op === 'swap_variant') && o.price === undefined && !prices.has(o.variantId)) unknown.push({ path: `operations.${i}`, message: `unknown variant "${o.variantId}"` });
@@ -69,7 +70,7 @@ export class ShopifyEdits {
     if (unknown.length) throw editRejected(unknown);
 
     const { document, variables } = draftEditDocument(draftId, operations.map((o) => draftOperation(o, prices)));
-    const data = await this.admin.graphql<Record<string, OperationAnswer | null>>(shop, document, variables, HELD);
+    const data = await uncommitted(this.admin.graphql<Record<string, OperationAnswer | null>>(shop, document, variables, HELD));
     const details: ErrorDetail[] = [];
     const results: OperationResult[] = operations.map((o, i) => {
       const answer = data[`op${i}`];
@@ -116,6 +117,16 @@ export class ShopifyEdits {
     if (answer.userErrors.length || !answer.contract) throw rejected(answer.userErrors[0]?.message ?? 'no contract in the answer');
     return answer.contract;
   }
+}
+
+/**
+ * A draft's mutations change nothing of the contract until it is committed: one whose answer never came left nothing
+ * made, unlike the commit (whose OutcomeUnknown stands).
+ */
+function uncommitted<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    throw err instanceof OutcomeUnknown ? platformUnavailable('no answer to a draft’s change') : err;
+  });
 }
 
 /**

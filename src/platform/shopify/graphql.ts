@@ -1,7 +1,7 @@
 import type { ServiceError } from '../../domain/errors.js';
 import type { Clock } from '../../services/context.js';
 import type { ShopifySettings, ShopRef } from './admin.js';
-import { notInstalled, parseAnswer, platformUnavailable, TokenNeeded } from './adminFailures.js';
+import { mutationOutcomeUnknown, notInstalled, parseAnswer, platformUnavailable, TokenNeeded } from './adminFailures.js';
 import { CostBucket, sleep, type Cost } from './costBucket.js';
 import { CallFailed, type PlatformAnswer, type postToPlatform } from './platformHttp.js';
 import type { ShopTokens } from './tokens.js';
@@ -87,7 +87,8 @@ export class AdminGraphql {
           retriedNetwork = true;
           continue;
         }
-        throw platformUnavailable(err instanceof CallFailed && err.timedOut ? 'no answer in time' : 'the connection failed');
+        const why = err instanceof CallFailed && err.timedOut ? 'no answer in time' : 'the connection failed';
+        throw isMutation ? mutationOutcomeUnknown(why) : platformUnavailable(why);
       }
       bucket.answered(expected);
       const status = res.status;
@@ -102,9 +103,9 @@ export class AdminGraphql {
         retriedNetwork = true;
         continue;
       }
-      if (status !== 200) throw platformUnavailable(`HTTP ${status}`);
+      if (status !== 200) throw isMutation && status >= 500 ? mutationOutcomeUnknown(`HTTP ${status}`) : platformUnavailable(`HTTP ${status}`);
       const answer = parseAnswer(res.body) as GraphqlAnswer<T> | null;
-      if (answer === null || typeof answer !== 'object') throw platformUnavailable('an answer that is not JSON');
+      if (answer === null || typeof answer !== 'object') throw isMutation ? mutationOutcomeUnknown('an answer that is not JSON') : platformUnavailable('an answer that is not JSON');
       const cost = answer.extensions?.cost;
       if (cost) {
         bucket.update(cost.throttleStatus, now());

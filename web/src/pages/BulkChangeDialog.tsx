@@ -49,6 +49,12 @@ export function BulkChangeBar({
   }, [api, key, version]);
 
   const n = count?.key === key ? count : null;
+  // Asked for while counting, and the count came in with nothing to change: the dialog is not waiting any more.
+  const nothing = n !== null && (n.count === 0 || n.more);
+  useEffect(() => {
+    if (open && nothing) setOpen(false);
+  }, [open, nothing]);
+
   const label = n ? (n.more ? 'Change contracts…' : `Change ${contractsCount(n.count)}…`) : 'Change contracts…';
   return (
     <BlockStack gap="200">
@@ -64,7 +70,9 @@ export function BulkChangeBar({
           )}
         </Text>
         <div ref={activator}>
-          <Button onClick={() => setOpen(true)} disabled={!n || n.count === 0 || n.more || blockedBy !== null}>
+          {/* Enabled while counting: a filter field commits as it loses focus, so the click that takes the focus
+              away starts a new count; the dialog opens once that count is in. */}
+          <Button onClick={() => setOpen(true)} disabled={nothing || blockedBy !== null}>
             {label}
           </Button>
         </div>
@@ -74,7 +82,7 @@ export function BulkChangeBar({
           {blockedBy}
         </Text>
       )}
-      {open && n && (
+      {open && n && !nothing && blockedBy === null && (
         <BulkChangeDialog
           activator={activator}
           filter={JSON.parse(key) as ContractFilter}
