@@ -104,8 +104,8 @@ function reads<Row>(db: Database, name: string, columns: string): ContractReads<
     }, opts),
     withGrantState: new Batcher(async (inputs) => {
       const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_grant_states`, withGrantStates, [
-        plainArray(inputs, (i) => i.grantId),
-        plainArray(inputs, (i) => i.contractId),
+        inputs.map((i) => i.grantId),
+        inputs.map((i) => i.contractId),
       ]);
       const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);
       for (const r of rows) out[r.ord - 1] = withKeyState<Row>(r);
