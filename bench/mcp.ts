@@ -4,7 +4,8 @@
  * Scenarios, all in the same app, each a loop of one request type over 10 connections:
  *   naive  — the SDK's stateless pattern: a new McpServer with every tool registered (McpServer.registerTool) and a
  *            new StreamableHTTPServerTransport for each request, mounted at /mcp-naive for the comparison;
- *   served — the real /mcp endpoint;
+ *   served — the real /mcp endpoint, with an API key;
+ *   oauth  — the real /mcp endpoint, with an OAuth access token of a connection (docs/mcp-assistants.md);
  *   api    — the same read through GET /api/v1/subscription-contracts/:id: auth plus one query, the floor an MCP call
  *            shares with every other surface.
  * Each MCP scenario is a `tools/call` of get_subscription_contract. The server runs in a child process, on svc's
@@ -16,7 +17,7 @@
  * one run, and the CPU per call, rather than runs.
  */
 import { fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -29,7 +30,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONNECTIONS = 10;
 const WARMUP_SECONDS = 2;
 
-type Ready = { type: 'ready'; port: number; key: string; contractId: string };
+type Ready = { type: 'ready'; port: number; key: string; accessToken: string; contractId: string };
 type Cpu = { type: 'cpu'; user: number; system: number };
 type Figures = { calls: number; callsPerSec: number; p50: number; p99: number; cpuMsPerCall: number; non2xx: number; errors: number };
 
@@ -61,13 +62,16 @@ async function svcModules() {
     ...(await load<typeof import('../src/services/seedContracts.js')>('services/seedContracts')),
     ...(await load<typeof import('../src/services/shops.js')>('services/shops')),
     ...(await load<typeof import('../src/services/principal.js')>('services/principal')),
+    ...(await load<typeof import('../src/services/oauth/clients.js')>('services/oauth/clients')),
+    ...(await load<typeof import('../src/services/oauth/authorize.js')>('services/oauth/authorize')),
+    ...(await load<typeof import('../src/services/oauth/tokens.js')>('services/oauth/tokens')),
   };
 }
 
 /** The child: the real app plus a naive /mcp-naive route, a shop with a key and some contracts. */
 async function serve(): Promise<void> {
-  const { buildApp, openDatabase, migrate, toServiceError, createLogger, serviceOperations, INSTRUCTIONS, SERVER_INFO, callTool, TOOLS, authenticateApiKey, createServiceContext, systemClock, generateKey, seedContracts, setShopPlan, resolvedCaller } =
-    await svcModules();
+  const m = await svcModules();
+  const { buildApp, openDatabase, migrate, toServiceError, createLogger, serviceOperations, INSTRUCTIONS, SERVER_INFO, callTool, TOOLS, authenticateApiKey, createServiceContext, systemClock, generateKey, seedContracts, setShopPlan, resolvedCaller } = m;
   const url = process.env.DATABASE_URL;
   let schema: string | undefined;
   if (url) {
@@ -119,6 +123,15 @@ async function serve(): Promise<void> {
   const [contract] = await seedContracts({ ctx, input: { shopId: shop.id, count: 100 } });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
+  // A connection of the shop, approved for everything: its access token (bound to this server's /mcp, as the bench
+  // calls it).
+  const base = `http://127.0.0.1:${port}`;
+  const { client_id } = (await m.registerClient(ctx, { client_name: 'bench', redirect_uris: ['http://127.0.0.1:9/cb'] })) as { client_id: string };
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  const authorization = await m.checkAuthorizationRequest(ctx, { response_type: 'code', client_id, code_challenge: challenge, code_challenge_method: 'S256' }, `${base}/mcp`, base);
+  const { redirectTo } = await m.approveAuthorization(ctx, { shopId: shop.id, request: authorization, approved: authorization.asked, issuer: base });
+  const tokens = await m.exchangeCode(ctx, { code: new URL(redirectTo).searchParams.get('code')!, code_verifier: verifier, client_id });
   // BENCH_PROFILE=dir: a CPU profile of the measured runs only (not of startup), one file per scenario.
   const inspector = new Session();
   inspector.connect();
@@ -143,7 +156,7 @@ async function serve(): Promise<void> {
       process.exit(0);
     }
   });
-  process.send!({ type: 'ready', port, key: secret, contractId: contract.id } satisfies Ready);
+  process.send!({ type: 'ready', port, key: secret, accessToken: tokens.access_token, contractId: contract.id } satisfies Ready);
 }
 
 async function main(): Promise<void> {
@@ -173,14 +186,14 @@ async function main(): Promise<void> {
     method: 'tools/call',
     params: { name: 'get_subscription_contract', arguments: { contractId: ready.contractId } },
   });
-  const request = (path: string, seconds: number) =>
+  const request = (path: string, seconds: number, credential = ready.key) =>
     autocannon({
       url: `http://127.0.0.1:${ready.port}${path}`,
       method: path.startsWith('/api') ? 'GET' : 'POST',
       connections: CONNECTIONS,
       duration: seconds,
       headers: {
-        authorization: `Bearer ${ready.key}`,
+        authorization: `Bearer ${credential}`,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': '2025-06-18',
@@ -189,10 +202,14 @@ async function main(): Promise<void> {
     });
 
   // One call by hand first: the scenario must really call the tool and get the contract back.
-  for (const path of ['/mcp-naive', '/mcp']) {
+  for (const [path, credential] of [
+    ['/mcp-naive', ready.key],
+    ['/mcp', ready.key],
+    ['/mcp', ready.accessToken],
+  ]) {
     const res = await fetch(`http://127.0.0.1:${ready.port}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ready.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body,
     });
     const json = (await res.json()) as { result?: { structuredContent?: { contract?: { id: string } } } };
@@ -201,23 +218,25 @@ async function main(): Promise<void> {
     }
   }
 
-  const results: Record<string, Figures[]> = { naive: [], served: [], api: [] };
+  const results: Record<string, Figures[]> = { naive: [], served: [], oauth: [], api: [] };
   const only = process.env.BENCH_ONLY?.split(',');
   const scenarios = ([
     ['naive', '/mcp-naive'],
     ['served', '/mcp'],
+    ['oauth', '/mcp'],
     // The same read through the HTTP API: the floor an MCP call cannot go below (auth + the query).
     ['api', `/api/v1/subscription-contracts/${ready.contractId}`],
   ] as const).filter(([name]) => !only || only.includes(name));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [name, path] of scenarios) {
-      await request(path, WARMUP_SECONDS);
+      const credential = name === 'oauth' ? ready.accessToken : ready.key;
+      await request(path, WARMUP_SECONDS, credential);
       if (process.env.BENCH_PROFILE) {
         child.send({ type: 'profile-start' });
         await next('profile-started');
       }
       const before = await cpu();
-      const r = await request(path, SECONDS);
+      const r = await request(path, SECONDS, credential);
       const used = (await cpu()) - before;
       if (process.env.BENCH_PROFILE) {
         child.send({ type: 'profile-stop', name: `${name}-${round}` });
@@ -250,10 +269,13 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       database: process.env.DATABASE_URL ? 'postgres' : 'pglite',
       results,
-      speedup: Math.round((best(results.served) / best(results.naive)) * 10) / 10,
+      speedup: results.naive.length && results.served.length ? Math.round((best(results.served) / best(results.naive)) * 10) / 10 : null,
       // Server CPU per call, naive over served (the lower of each): what the speedup would be if the load generator,
       // which shares the machine's cores, cost nothing.
-      cpuSpeedup: Math.round((leastCpu(results.naive) / leastCpu(results.served)) * 10) / 10,
+      cpuSpeedup: results.naive.length && results.served.length ? Math.round((leastCpu(results.naive) / leastCpu(results.served)) * 10) / 10 : null,
+      // Server CPU per call with an OAuth token over the same call with an API key (the lower of each): the target is
+      // at most 1.10.
+      oauthOverKey: results.oauth.length && results.served.length ? Math.round((leastCpu(results.oauth) / leastCpu(results.served)) * 100) / 100 : null,
     }),
   );
   if (Object.values(results).flat().some((f) => f.non2xx || f.errors)) process.exitCode = 1;

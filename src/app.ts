@@ -28,6 +28,7 @@ import { RequestLogWriter, type RequestLogWriterOptions } from './db/requestLogW
 import { docsRoutes } from './http/docsPage.js';
 import { openapiDocument, transformObject } from './http/openapi.js';
 import { mcpRoutes } from './mcp/http.js';
+import { oauthRoutes } from './http/oauth/routes.js';
 import type { ServiceContext } from './services/context.js';
 import type { Shopify } from './platform/shopify/index.js';
 import { shopifyWebhookRoutes } from './http/shopifyWebhooks.js';
@@ -144,7 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = installMetrics(app, { ...deps.metrics, db: deps.ctx.db, requestLog: requestLog ?? undefined });
   const accessLog = accessLogWriter(deps.logger);
   // Before any route: their onRoute hooks must reach every route registered below (the API's and MCP's).
-  gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics });
+  gate = installApiKeyGate(app, { ctx: deps.ctx, rateLimit: deps.rateLimit, metrics, publicUrl: deps.publicUrl });
   const apiGate = gate;
   const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (req) => apiGate.identify(req)) : null;
   app.addHook('onResponse', (req, reply, done) => {
@@ -197,12 +198,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       admin.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, hide: true };
       });
-      await admin.register(adminApiRoutes, { ctx: deps.ctx, credentials: deps.credentials, shopify: deps.shopify?.services });
+      await admin.register(adminApiRoutes, { ctx: deps.ctx, credentials: deps.credentials, shopify: deps.shopify?.services, publicUrl: deps.publicUrl });
     },
     { prefix: '/admin/api' },
   );
   await app.register(adminUiRoutes, { prefix: '/admin', notFound, ...deps.adminUi });
   await app.register(mcpRoutes, { ctx: deps.ctx });
+  await app.register(oauthRoutes, { ctx: deps.ctx, publicUrl: deps.publicUrl, rateLimit: deps.rateLimit });
   const secretScanningKeys =
     deps.secretScanningKeys ?? new SecretScanningKeys({ url: GITHUB_SECRET_SCANNING_KEYS_URL, clock: deps.ctx.clock, warn: (o, m) => deps.logger.warn(o, m) });
   await app.register(secretScanningRoutes, { ctx: deps.ctx, keys: secretScanningKeys });

@@ -27,7 +27,15 @@ describe('MCP auth: the same key, checks and codes as the API, at the HTTP level
     expect(res.status).toBe(status);
     const body = (await res.json()) as any;
     expect(body).toEqual({ error: { code, message: expect.any(String), requestId: res.headers.get('x-request-id') } });
-    if (status === 401) expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    // A key, valid or not, never gets the OAuth discovery: its client was configured with the header. Anything else
+    // does (docs/mcp-assistants.md): no credentials, another scheme, a bearer token that is no key.
+    const discovery = `resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`;
+    const challenge = authorization?.startsWith('Bearer svc_live_')
+      ? 'Bearer'
+      : authorization?.startsWith('Bearer ')
+        ? `Bearer error="invalid_token", ${discovery}`
+        : `Bearer ${discovery}`;
+    if (status === 401) expect(res.headers.get('www-authenticate')).toBe(challenge);
     else expect(res.headers.get('www-authenticate')).toBeNull();
     return body.error.message as string;
   }
@@ -125,8 +133,13 @@ describe('MCP auth: the same key, checks and codes as the API, at the HTTP level
     expect(text.status).toBe(401);
   });
 
-  it('serves no OAuth discovery documents and no CORS', async () => {
-    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server', '/register', '/authorize']) {
+  it('serves the OAuth discovery documents (docs/mcp-assistants.md), and no CORS', async () => {
+    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server']) {
+      const res = await fetch(`${base}${path}`, { headers: { origin: 'https://evil.example' } });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    }
+    for (const path of ['/register', '/authorize']) {
       const res = await fetch(`${base}${path}`);
       expect(res.status, path).toBe(404);
       expect(((await res.json()) as any).error.code).toBe('not_found');

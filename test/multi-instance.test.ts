@@ -14,6 +14,12 @@ import { createTestDatabase, type TestDatabase } from './support/db.js';
 import { API } from './support/fixtures.js';
 import { call, holdRowLock, needsPostgres, PROCESS_CREDENTIALS, startServer, stopAllServers, type ServerProcess } from './support/processes.js';
 import { REDIS_URL, redisReachable } from './support/redis.js';
+import { approveAuthorization, checkAuthorizationRequest } from '../src/services/oauth/authorize.js';
+import { registerClient } from '../src/services/oauth/clients.js';
+import { exchangeCode } from '../src/services/oauth/tokens.js';
+import { pkce } from './support/oauth.js';
+
+const SHARED_URL = 'https://svc.example';
 
 
 // Only asked when the processes can run at all (PostgreSQL); the Redis test below needs it.
@@ -38,7 +44,8 @@ describe.skipIf(needsPostgres('test/multi-instance.test.ts'))('several instances
     database = await createTestDatabase();
     ctx = createServiceContext({ db: database.db, clock: systemClock, freeUntil: null });
     // Both sweep often, so both are really racing for the same due contracts.
-    const env = { SCHEDULER_INTERVAL_MS: '100' };
+    // One PUBLIC_URL for both, as behind a load balancer: OAuth tokens are bound to that resource (its /mcp).
+    const env = { SCHEDULER_INTERVAL_MS: '100', PUBLIC_URL: SHARED_URL };
     [a, b] = await Promise.all([startServer({ databaseUrl: database.url!, env }), startServer({ databaseUrl: database.url!, env })]);
   });
   afterAll(async () => {
@@ -96,6 +103,24 @@ describe.skipIf(needsPostgres('test/multi-instance.test.ts'))('several instances
     expect((await call(b.url, actions, { auth: key, body: { action: 'pause' } })).status).toBe(200);
     const [row] = await ctx.db.orm.select().from(contracts).where(eq(contracts.id, contract.id));
     expect(row.status).toBe('PAUSED');
+  });
+
+  it('an app disconnected through instance A is refused by instance B on the very next request', async () => {
+    const { shopId, token } = await enterpriseShop();
+    const redirect = 'http://127.0.0.1:9/cb';
+    const { client_id } = (await registerClient(ctx, { client_name: 'Assistant', redirect_uris: [redirect] })) as { client_id: string };
+    const { verifier, challenge } = pkce();
+    const request = await checkAuthorizationRequest(ctx, { response_type: 'code', client_id, code_challenge: challenge, code_challenge_method: 'S256' }, `${SHARED_URL}/mcp`, SHARED_URL);
+    const { redirectTo } = await approveAuthorization(ctx, { shopId, request, approved: request.asked, issuer: SHARED_URL });
+    const tokens = await exchangeCode(ctx, { code: new URL(redirectTo).searchParams.get('code')!, code_verifier: verifier, client_id });
+    const list = { body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }, auth: tokens.access_token };
+    expect((await call(a.url, '/mcp', list)).status).toBe(200);
+    expect((await call(b.url, '/mcp', list)).status).toBe(200);
+    const [connection] = (await call(a.url, '/admin/api/connections', { auth: token })).body.connections;
+    expect((await call(a.url, `/admin/api/connections/${connection.id}/disconnect`, { method: 'POST', auth: token, body: {} })).status).toBe(200);
+    const refused = await call(b.url, '/mcp', list);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toMatchObject({ code: 'unauthorized' });
   });
 
   it('B refuses a revoked key it has cached whatever the request: an invalid body, an MCP tool call, a missing contract', async () => {

@@ -54,6 +54,8 @@ describe('what is recorded', () => {
       at: new Date(t.clock.now().getTime() - 1).toISOString(),
       keyId,
       fingerprint: s.fingerprint,
+      connectionId: null,
+      connectionName: null,
       method: 'POST',
       path: `${API}/${c.id}/actions`,
       mcpTool: null,

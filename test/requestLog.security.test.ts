@@ -81,7 +81,7 @@ describe('what is never kept', () => {
     expect(text).not.toContain('A'.repeat(32));
     // Nothing but the columns of the log: no body of any kind.
     expect(Object.keys(rows[0]).sort()).toEqual(
-      ['at', 'duration_us', 'error_code', 'id', 'idempotency_key', 'ip', 'key_fingerprint', 'key_id', 'mcp_status', 'mcp_tool', 'method', 'path', 'request_id', 'shop_id', 'status', 'user_agent'].sort(),
+      ['at', 'duration_us', 'error_code', 'grant_id', 'id', 'idempotency_key', 'ip', 'key_fingerprint', 'key_id', 'mcp_status', 'mcp_tool', 'method', 'path', 'request_id', 'shop_id', 'status', 'user_agent'].sort(),
     );
     // What was scrubbed is still readable around the secret.
     const shown = await logRows(t, s.domain);

@@ -3,6 +3,7 @@ import type { Database } from './client.js';
 import { backgroundContractWrites, contractWrites } from './contractWrites.js';
 import { contractRows, contractTexts } from './contractRows.js';
 import { keyRows } from './keyRows.js';
+import { grantRows } from './grantRows.js';
 
 /** Every statement batched over concurrent callers, by name: what /metrics reports (inputs / batches = batch size). */
 export function batchedStatements(db: Database): Record<string, Batcher<never, unknown>> {
@@ -12,11 +13,14 @@ export function batchedStatements(db: Database): Record<string, Batcher<never, u
   return {
     keysByDigest: keys.byDigest,
     keyStates: keys.states,
+    grantStates: grantRows(db).states,
     contractsOfShops: contracts.ofShop,
     contractsWithKeyStates: contracts.withKeyState,
+    contractsWithGrantStates: contracts.withGrantState,
     // A GET's reads (the json columns as text).
     contractTextsOfShops: texts.ofShop,
     contractTextsWithKeyStates: texts.withKeyState,
+    contractTextsWithGrantStates: texts.withGrantState,
     contractChanges: contractWrites(db),
     // Changes no client waits on (billing's outcomes).
     backgroundContractChanges: backgroundContractWrites(db),

@@ -32,6 +32,15 @@ const contractsWithKeyStates = (columns: string) => `
     JOIN shops s ON s.id = k.shop_id
     LEFT JOIN subscription_contracts c ON c.id = q.contract_id`;
 
+// The same for an OAuth grant (a connection, services/oauth/accessTokens.ts): its state in a key's shape.
+const contractsWithGrantStates = (columns: string) => `
+  SELECT q.ord::int AS ord, g.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, 'custom' AS access, g.permissions,
+         g.shop_id::text AS "keyShopId", ${columns}
+    FROM ${batchRows(['$1::uuid[]', '$2::bigint[]'])} WITH ORDINALITY AS q(grant_id, contract_id, ord)
+    JOIN oauth_grants g ON g.id = q.grant_id
+    JOIN shops s ON s.id = g.shop_id
+    LEFT JOIN subscription_contracts c ON c.id = q.contract_id`;
+
 const contractsOfShops = (columns: string) => `
   SELECT q.ord::int AS ord, ${columns}
     FROM ${batchRows(['$1::bigint[]', '$2::bigint[]'])} WITH ORDINALITY AS q(shop_id, contract_id, ord)
@@ -70,12 +79,15 @@ export type ContractReads<Row> = {
   ofShop: Batcher<{ shopId: string; contractId: string }, Row | undefined>;
   /** A contract of a key's shop, with the key's state (undefined: no such key). */
   withKeyState: Batcher<{ keyId: string; contractId: string }, ContractWithKeyState<Row> | undefined>;
+  /** A contract of a grant's shop, with the grant's state in a key's shape (undefined: no such grant). */
+  withGrantState: Batcher<{ grantId: string; contractId: string }, ContractWithKeyState<Row> | undefined>;
 };
 
 function reads<Row>(db: Database, name: string, columns: string): ContractReads<Row> {
   const opts = { failsEveryInput: isDatabaseUnavailable };
   const ofShops = contractsOfShops(columns);
   const withKeyStates = contractsWithKeyStates(columns);
+  const withGrantStates = contractsWithGrantStates(columns);
   return {
     ofShop: new Batcher(async (inputs) => {
       const rows = await db.prepared<Row & { ord: number }>(`svc_${name}_of_shops`, ofShops, [inputs.map((i) => i.shopId), inputs.map((i) => i.contractId)]);
@@ -84,6 +96,15 @@ function reads<Row>(db: Database, name: string, columns: string): ContractReads<
     withKeyState: new Batcher(async (inputs) => {
       const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_key_states`, withKeyStates, [
         inputs.map((i) => i.keyId),
+        inputs.map((i) => i.contractId),
+      ]);
+      const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);
+      for (const r of rows) out[r.ord - 1] = withKeyState<Row>(r);
+      return out;
+    }, opts),
+    withGrantState: new Batcher(async (inputs) => {
+      const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_grant_states`, withGrantStates, [
+        inputs.map((i) => i.grantId),
         inputs.map((i) => i.contractId),
       ]);
       const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);

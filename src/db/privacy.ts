@@ -25,7 +25,7 @@ export async function eraseCustomerRows(run: RunSql, shopId: string, shopDomain:
 }
 
 /** Every table holding a shop's rows by shop id, children first (a bulk job's items go with it: ON DELETE CASCADE). */
-const SHOP_TABLES = ['bulk_jobs', 'request_log', 'webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'billing_attempts', 'billing_policies', 'shop_order_counters', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
+const SHOP_TABLES = ['bulk_jobs', 'request_log', 'oauth_tokens', 'oauth_codes', 'oauth_grants', 'webhook_deliveries', 'webhook_endpoints', 'idempotency_keys', 'contract_events', 'billing_attempts', 'billing_policies', 'shop_order_counters', 'subscription_contracts', 'catalog_variants', 'discount_codes', 'api_keys', 'platform_installations'];
 
 /** Deletes every row of a shop, the shop's own included, in the transaction of `run`. */
 export async function deleteShopRows(run: RunSql, shopId: string, shopDomain: string): Promise<void> {
@@ -61,4 +61,14 @@ export async function customerRows(run: RunSql, shopDomain: string, customerId: 
     [shopDomain, customerId],
   );
   return { contracts, events, deliveries: deliveries?.n ?? 0, requests };
+}
+
+/**
+ * Deletes a shop's OAuth connections (grants, with their codes and tokens), in the transaction of `run`: an uninstall
+ * ends them, as the merchant would have to approve an app again in a reinstalled app anyway.
+ */
+export async function deleteShopOAuthGrants(run: RunSql, shopId: string): Promise<void> {
+  await run(`DELETE FROM oauth_tokens WHERE shop_id = $1`, [shopId]);
+  await run(`DELETE FROM oauth_codes WHERE shop_id = $1`, [shopId]);
+  await run(`DELETE FROM oauth_grants WHERE shop_id = $1`, [shopId]);
 }

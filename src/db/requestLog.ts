@@ -6,10 +6,10 @@ import type { Database, RunSql } from './client.js';
  * where a parameter per column and row would cost the driver a conversion each.
  */
 const INSERT = `
-  INSERT INTO request_log (shop_id, key_id, at, key_fingerprint, method, path, mcp_tool, status, mcp_status, error_code,
+  INSERT INTO request_log (shop_id, key_id, grant_id, at, key_fingerprint, method, path, mcp_tool, status, mcp_status, error_code,
                            duration_us, request_id, idempotency_key, ip, user_agent)
-  SELECT r.s::bigint, r.k::uuid, to_timestamp(r.t / 1000.0), r.f, r.m, r.p, r.tool, r.st, r.ms, r.e, r.d, r.rid, r.ik, r.ip, r.ua
-    FROM json_to_recordset($1::json) AS r(s text, k text, f text, t double precision, m text, p text, tool text, st smallint,
+  SELECT r.s::bigint, r.k::uuid, r.g::uuid, to_timestamp(r.t / 1000.0), r.f, r.m, r.p, r.tool, r.st, r.ms, r.e, r.d, r.rid, r.ik, r.ip, r.ua
+    FROM json_to_recordset($1::json) AS r(s text, k text, g text, f text, t double precision, m text, p text, tool text, st smallint,
                                          ms smallint, e text, d integer, rid text, ik text, ip text, ua text)`;
 
 /** How long one batch may take before it counts as failed (it is then tried again, and the API never waits on it). */
@@ -28,8 +28,10 @@ export function insertRequestLogBatch(db: Database, entries: string[]): Promise<
 export type RequestLogRow = {
   id: string;
   at: Date;
-  key_id: string;
-  key_fingerprint: string;
+  key_id: string | null;
+  key_fingerprint: string | null;
+  grant_id: string | null;
+  connection_name: string | null;
   method: string;
   path: string;
   mcp_tool: string | null;
@@ -46,6 +48,8 @@ export type RequestLogRow = {
 export type RequestLogQuery = {
   shopId: string;
   keyId?: string;
+  /** Only one connection's (OAuth grant's) requests. */
+  grantId?: string;
   statusMin: number;
   statusMax: number;
   /** Rows whose path contains this text; '' for any. */
@@ -55,21 +59,23 @@ export type RequestLogQuery = {
   limit: number;
 };
 
-const COLUMNS = `id::text AS id, at, key_id::text AS key_id, key_fingerprint, method, path, mcp_tool, status, mcp_status, error_code,
-  duration_us, request_id, idempotency_key, ip, user_agent`;
-// One statement per shape (with or without a key), so each keeps a plan that walks its index backwards. A refused
+const COLUMNS = `id::text AS id, at, key_id::text AS key_id, key_fingerprint, grant_id::text AS grant_id,
+  (SELECT g.client_name FROM oauth_grants g WHERE g.id = request_log.grant_id) AS connection_name, method, path, mcp_tool, status,
+  mcp_status, error_code, duration_us, request_id, idempotency_key, ip, user_agent`;
+// One statement per shape (a key, a connection, or the whole shop), so each keeps a plan that walks its index backwards. A refused
 // MCP tool call is filtered by the status its refusal has on the API (mcp_status), not by the exchange's 200.
 const filters = (n: number) => `coalesce(mcp_status, status) BETWEEN $${n} AND $${n + 1} AND ($${n + 2} = '' OR strpos(path, $${n + 2}) > 0)
   AND (at, id) < ($${n + 3}, $${n + 4}::bigint) ORDER BY at DESC, id DESC LIMIT $${n + 5}`;
 const BY_KEY = `SELECT ${COLUMNS} FROM request_log WHERE shop_id = $1 AND key_id = $2::uuid AND ${filters(3)}`;
+const BY_GRANT = `SELECT ${COLUMNS} FROM request_log WHERE shop_id = $1 AND grant_id = $2::uuid AND ${filters(3)}`;
 const BY_SHOP = `SELECT ${COLUMNS} FROM request_log WHERE shop_id = $1 AND ${filters(2)}`;
 
 /** A shop's logged requests, newest first: at most `limit` rows. */
 export function selectRequestLog(db: Database, q: RequestLogQuery): Promise<RequestLogRow[]> {
   const rest = [q.statusMin, q.statusMax, q.pathContains, q.upTo.at, q.upTo.id, q.limit];
-  return q.keyId
-    ? db.prepared('request_log_by_key', BY_KEY, [q.shopId, q.keyId, ...rest])
-    : db.prepared('request_log_by_shop', BY_SHOP, [q.shopId, ...rest]);
+  if (q.keyId) return db.prepared('request_log_by_key', BY_KEY, [q.shopId, q.keyId, ...rest]);
+  if (q.grantId) return db.prepared('request_log_by_grant', BY_GRANT, [q.shopId, q.grantId, ...rest]);
+  return db.prepared('request_log_by_shop', BY_SHOP, [q.shopId, ...rest]);
 }
 
 /**

@@ -411,9 +411,10 @@ export const discountCodes = pgTable('discount_codes', {
 export const requestLog = pgTable('request_log', {
   id: bigintId('id').notNull().default(filledByDatabase),
   shopId: bigintId('shop_id').notNull(),
-  keyId: uuid('key_id').notNull(),
+  // An API key's request: the key; an OAuth request (migration 0060): the grant, and no key.
+  keyId: uuid('key_id'),
   at: ts('at').notNull(),
-  keyFingerprint: text('key_fingerprint').notNull(),
+  keyFingerprint: text('key_fingerprint'),
   method: text('method').notNull(),
   path: text('path').notNull(),
   mcpTool: text('mcp_tool'),
@@ -426,7 +427,74 @@ export const requestLog = pgTable('request_log', {
   idempotencyKey: text('idempotency_key'),
   ip: text('ip'),
   userAgent: text('user_agent'),
+  grantId: uuid('grant_id'),
 });
+
+/** OAuth clients (migration 0060): registered (RFC 7591) or known by their metadata document's URL. No shop's. */
+export const oauthClients = pgTable('oauth_clients', {
+  id: text('id').primaryKey(),
+  kind: text('kind').$type<'registered' | 'metadata_document'>().notNull(),
+  name: text('name').notNull(),
+  redirectUris: text('redirect_uris').array().notNull(),
+  metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull(),
+  createdAt: ts('created_at').notNull(),
+  fetchedAt: ts('fetched_at'),
+});
+
+/** OAuth grants (migration 0060): one merchant's approval of one client, with the permissions approved. */
+export const oauthGrants = pgTable(
+  'oauth_grants',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    shopId: bigintId('shop_id')
+      .notNull()
+      .references(() => shops.id),
+    clientId: text('client_id').notNull(),
+    clientName: text('client_name').notNull(),
+    redirectUri: text('redirect_uri').notNull(),
+    resource: text('resource').notNull(),
+    permissions: jsonb('permissions').$type<Record<string, string>>().notNull(),
+    createdAt: ts('created_at').notNull(),
+    connectedAt: ts('connected_at'),
+    lastUsedAt: ts('last_used_at'),
+    revokedAt: ts('revoked_at'),
+    revokedReason: text('revoked_reason').$type<'disconnected' | 'code_replayed' | 'refresh_reused'>(),
+  },
+  (t) => [index('oauth_grants_shop_idx').on(t.shopId, t.createdAt)],
+);
+
+/** Authorization codes (migration 0060), by digest: single use, 10 minutes. */
+export const oauthCodes = pgTable(
+  'oauth_codes',
+  {
+    digest: text('digest').primaryKey(),
+    grantId: uuid('grant_id')
+      .notNull()
+      .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+    shopId: bigintId('shop_id').notNull(),
+    codeChallenge: text('code_challenge').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+    usedAt: ts('used_at'),
+  },
+  (t) => [index('oauth_codes_grant_idx').on(t.grantId)],
+);
+
+/** Access and refresh tokens (migration 0060), by digest. */
+export const oauthTokens = pgTable(
+  'oauth_tokens',
+  {
+    digest: text('digest').primaryKey(),
+    grantId: uuid('grant_id')
+      .notNull()
+      .references(() => oauthGrants.id, { onDelete: 'cascade' }),
+    shopId: bigintId('shop_id').notNull(),
+    kind: text('kind').$type<'access' | 'refresh'>().notNull(),
+    createdAt: ts('created_at').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+    usedAt: ts('used_at'),
+  },
+  (t) => [index('oauth_tokens_grant_idx').on(t.grantId)],
+);
 
 /** Bulk jobs (migration 0032): one change across many contracts of a shop (db/bulkJobRows.ts). */
 export const bulkJobs = pgTable('bulk_jobs', {

@@ -54,6 +54,9 @@ export function missing(p: Permissions, needs: readonly Permission[]): Permissio
   return out;
 }
 
+/** How a refusal names an OAuth connection's principal (services/oauthTokens.ts): its remedy differs from a key's. */
+export const CONNECTION = 'This connection';
+
 /** `a`, `a and b`, `a, b and c`. */
 const listed = (items: string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`);
 
@@ -69,7 +72,9 @@ export function insufficientScope(needed: Permission | readonly Permission[], wh
     held && presetOf(held) === 'read_only'
       ? `${who} is read-only: it can read but not change anything, and this needs ${what}`
       : `${who} lacks the permission${lacking.length > 1 ? 's' : ''} ${what}`;
-  return new ServiceError('insufficient_scope', `${is}. Use a key with ${what}.`, {
+  // A key's holder makes another key; a connection's merchant approves the app again, with the permission.
+  const remedy = who === CONNECTION ? `Connect the app again and approve ${what}.` : `Use a key with ${what}.`;
+  return new ServiceError('insufficient_scope', `${is}. ${remedy}`, {
     details: lacking.map((n) => ({
       path: `permissions.${n.resource}`,
       message: `${describePermission(n)} needed${held ? ` (has ${n.resource}: ${held[n.resource]})` : ''}`,

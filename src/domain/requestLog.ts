@@ -17,8 +17,9 @@ export const MAX_PATH = 2048;
  */
 export type RequestLogEntry = {
   s: string; // shop id
-  k: string; // key id
-  f: string; // key fingerprint
+  k: string | null; // key id (null: an OAuth request)
+  f: string | null; // key fingerprint
+  g: string | null; // OAuth grant id (the connection)
   t: number;
   m: string; // method
   p: string; // path, query included
@@ -37,8 +38,10 @@ export type RequestLogEntry = {
 export const RequestLogRecord = z.object({
   id: z.string(),
   at: z.string().describe('When the answer went out (ISO 8601 UTC).'),
-  keyId: z.string(),
-  fingerprint: z.string().describe('The key\'s fingerprint (first 12 hex digits of its SHA-256).'),
+  keyId: z.string().nullable().describe('The API key the request came with; null for a request of a connected app (OAuth).'),
+  fingerprint: z.string().nullable().describe('The key\'s fingerprint (first 12 hex digits of its SHA-256); null for a connected app.'),
+  connectionId: z.string().nullable().describe('A connected app\'s request (OAuth, on /mcp): the connection\'s id; null for a key\'s.'),
+  connectionName: z.string().nullable().describe('The connected app\'s name, as the merchant approved it.'),
   method: z.string(),
   path: z.string().describe('The URL as requested, query included, with anything that looks like a secret replaced.'),
   mcpTool: z.string().nullable().describe('MCP: the tool called (several, comma-separated, for a batch).'),

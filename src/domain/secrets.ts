@@ -4,7 +4,8 @@ import { WEBHOOK_SECRET_ANYWHERE } from './webhooks.js';
 /**
  * The one scrubber of secrets for everything svc keeps of what a client sent (the access log, every log line, the
  * request log): API keys (`svc_live_…`, whole or cut short, and a key's 49 characters without the prefix, which its
- * checksum recognises), platform session tokens (JWTs) and webhook signing secrets (`whsec_…`), written out or
+ * checksum recognises), platform session tokens (JWTs), webhook signing secrets (`whsec_…`) and OAuth codes and
+ * tokens (`svc_oac_…`, `svc_oat_…`, `svc_ort_…`, domain/oauth.ts), written out or
  * percent-encoded in any way (`%65yJ…`, `whsec%5F…`, `svc%255flive_…`, or every character escaped), each replaced.
  *
  * Percent-encoded text is judged by what it decodes to, again and again until nothing changes (keys.ts
@@ -20,6 +21,8 @@ const JWT_ANYWHERE = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}
 const JWT = /eyJ[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}\.[0-9A-Za-z_-]{8,}/;
 const WEBHOOK_SECRET = new RegExp(WEBHOOK_SECRET_ANYWHERE.source);
 const KEY_MENTION = /svc_live_/i;
+const OAUTH_MENTION = /svc_o(?:ac|at|rt)_/i;
+const OAUTH_ANYWHERE = /(svc_o(?:ac|at|rt)_)[0-9A-Za-z_-]*/gi;
 const KEY_ANYWHERE = /svc_live_[0-9A-Za-z]*/gi;
 // 49 base62 characters standing alone: a key's body (random part and checksum) when its checksum says so.
 const KEY_BODY_ANYWHERE = /(?<![0-9A-Za-z])[0-9A-Za-z]{49}(?![0-9A-Za-z])/g;
@@ -39,7 +42,7 @@ function hasKeyBody(text: string): boolean {
 
 /** True when the text, as it is written, holds a secret of any kind svc knows. */
 function holdsSecret(text: string): boolean {
-  return KEY_MENTION.test(text) || JWT.test(text) || WEBHOOK_SECRET.test(text) || hasKeyBody(text);
+  return KEY_MENTION.test(text) || OAUTH_MENTION.test(text) || JWT.test(text) || WEBHOOK_SECRET.test(text) || hasKeyBody(text);
 }
 
 /** A run holding a percent-escape: does what it decodes to hold a secret? (Text that never stops decoding does.) */
@@ -57,6 +60,7 @@ export function redactSecrets(text: string): string {
     out = out.replace(WORD_RUN, (run) => (encodesSecret(run) ? '[REDACTED]' : run));
   }
   if (KEY_MENTION.test(out)) out = out.replace(KEY_ANYWHERE, 'svc_live_[REDACTED]');
+  if (OAUTH_MENTION.test(out)) out = out.replace(OAUTH_ANYWHERE, '$1[REDACTED]');
   if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
   if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET_ANYWHERE, '[REDACTED WEBHOOK SECRET]');
   if (out.length >= 49) out = out.replace(KEY_BODY_ANYWHERE, (body) => (isKeyBody(body) ? '[REDACTED]' : body));

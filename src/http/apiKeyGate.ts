@@ -3,7 +3,7 @@ import { keyRows } from '../db/keyRows.js';
 import { ServiceError } from '../domain/errors.js';
 import { isOperationName, needsOf, OPERATIONS, type OperationName, type OperationPolicy } from '../domain/operations.js';
 import { AuthError, KeyCache, lookupKey, presentedKeyDigest, type KnownKey } from '../services/authenticateApiKey.js';
-import { keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
+import { grantCaller, keyCaller, resolvedCaller, type Admission, type Caller, type ShopPrincipal } from '../services/principal.js';
 import type { ServiceContext } from '../services/context.js';
 import { errorEnvelope } from '../domain/errors.js';
 import { sendError, toServiceError } from './errors.js';
@@ -13,6 +13,11 @@ import type { LoggedKey } from './requestLog.js';
 import { fingerprintOf } from '../domain/keys.js';
 import type { AppMetrics } from './metrics.js';
 import { FixedWindowLimiter, type LimitState, type RateLimitStore } from './rateLimitStore.js';
+import { ACCESS_TOKEN_PREFIX, tokenDigest } from '../domain/oauth.js';
+import { KEY_PREFIX } from '../domain/keys.js';
+import { authenticateAccessToken, INVALID_TOKEN, TokenCache, tokenFits, type KnownToken } from '../services/oauth/accessTokens.js';
+import { bearerToken } from '../services/authenticateApiKey.js';
+import { mcpResourceOf, protectedResourceMetadataUrl } from './oauth/urls.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,6 +33,11 @@ declare module 'fastify' {
     mcp?: boolean;
   }
 }
+
+/** An OAuth access token sent to the API: 401, saying where it works. */
+const OAUTH_TOKEN_ON_API = new AuthError('malformed', 'An OAuth access token works on /mcp only; the API takes an API key (Authorization: Bearer svc_live_…).');
+
+type Reservation = Awaited<ReturnType<FixedWindowLimiter['reserve']>>;
 
 export type RateLimitOptions = {
   /** Requests per shop per minute, over the API and MCP together (RATE_LIMIT_PER_MINUTE). */
@@ -109,10 +119,11 @@ const operationOf = (req: FastifyRequest): OperationName | null => {
  */
 export function installApiKeyGate(
   app: FastifyInstance,
-  opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache },
+  opts: { ctx: ServiceContext; rateLimit?: RateLimitOptions; metrics?: AppMetrics; cache?: KeyCache; publicUrl?: string },
 ): ApiKeyGate {
   const { ctx, metrics } = opts;
   const cache = opts.cache ?? new KeyCache();
+  const tokens = new TokenCache();
   const limiter = (name: string, limit: number) =>
     new FixedWindowLimiter(opts.rateLimit!.store, { name, limit, clock: ctx.clock, onStoreError: opts.rateLimit!.onStoreError });
   const limits = opts.rateLimit
@@ -122,11 +133,27 @@ export function installApiKeyGate(
   /** An unknown or revoked key: a failed lookup, counted against the client's address. */
   const isFailedLookup = (err: unknown) => err instanceof AuthError && (err.reason === 'unknown' || err.reason === 'revoked');
 
+  /**
+   * The challenge of a 401. On /mcp (an OAuth protected resource, docs/mcp-assistants.md) a request without a key
+   * gets the discovery of RFC 9728 (`resource_metadata`), and a bad OAuth token `error="invalid_token"` too, so a
+   * client refreshes or connects again; a request that presented an API key never does: its client was configured
+   * with the header, and is told only that the key failed, as on the API.
+   */
+  const challenge = (req: FastifyRequest): string => {
+    if (!req.url.startsWith('/mcp')) return 'Bearer';
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(KEY_PREFIX)) return 'Bearer';
+    const discovery = `resource_metadata="${protectedResourceMetadataUrl(opts.publicUrl, req)}"`;
+    return raw === null ? `Bearer ${discovery}` : `Bearer error="invalid_token", ${discovery}`;
+  };
+
   /** Metrics, WWW-Authenticate, the failed-lookup count, and no cached entry left for a refused key. */
   const recordRefusal = async (req: FastifyRequest, reply: FastifyReply, err: AuthError, counted = false): Promise<void> => {
     metrics?.authFailure(err.reason);
-    if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
+    if (err.code === 'unauthorized') reply.header('www-authenticate', challenge(req));
     if (req.knownKey) cache.forget(req.knownKey.digest);
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(ACCESS_TOKEN_PREFIX) && isFailedLookup(err)) tokens.forget(tokenDigest(raw));
     req.knownKey = undefined;
     req.caller = undefined;
     if (!limits) return;
@@ -136,21 +163,39 @@ export function installApiKeyGate(
     setLimitHeaders(reply, s);
   };
 
-  /** The principal may act: the shop's limit, then the key counts as used. Throws the refusal. */
+  /** The shop's limit, counted once the caller may act. Throws the refusal. */
+  const consumeShopLimit = async (reply: FastifyReply, shopId: string) => {
+    if (!limits) return;
+    const s = await limits.perShop.consume(shopId);
+    setLimitHeaders(reply, s);
+    if (s.exceeded) {
+      metrics?.rateLimited('shop');
+      throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
+    }
+  };
+
+  /** The principal may act: the shop's limit, then the key (or the connection) counts as used. Throws the refusal. */
   const admission =
-    (reply: FastifyReply, key: KnownKey): Admission =>
+    (reply: FastifyReply, used: { key: KnownKey } | { tokenDigest: string }): Admission =>
     async (principal) => {
-      if (limits) {
-        const s = await limits.perShop.consume(principal.shopId);
-        setLimitHeaders(reply, s);
-        if (s.exceeded) {
-          metrics?.rateLimited('shop');
-          throw rateLimited(s, `Too many requests for this shop: the limit is ${s.limit} per minute.`);
-        }
-      }
-      const touching = cache.noteUse(ctx, key.digest);
+      await consumeShopLimit(reply, principal.shopId);
+      const touching = 'key' in used ? cache.noteUse(ctx, used.key.digest) : tokens.noteUse(ctx, used.tokenDigest);
       if (touching) await touching;
     };
+
+  /**
+   * A lookup the database must be asked about counts as a failed lookup from the start, and is given back once it
+   * turns out to be no failure: requests that arrive together cannot all pass an allowance none of them has used up
+   * yet. The reservation, or the 429 already sent for an address past its allowance.
+   */
+  const reserveLookup = async (req: FastifyRequest, reply: FastifyReply): Promise<Reservation | FastifyReply> => {
+    const reserved = await limits!.failures.reserve(req.ip);
+    setLimitHeaders(reply, reserved.state);
+    if (!reserved.state.exceeded) return reserved;
+    await reserved.release();
+    metrics?.rateLimited('auth_failures');
+    return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
+  };
 
   const actorOf = (req: FastifyRequest, key: KnownKey) => ({ type: req.url.startsWith('/mcp') ? ('mcp' as const) : ('api_key' as const), keyFingerprint: key.fingerprint });
 
@@ -167,29 +212,59 @@ export function installApiKeyGate(
     throw err;
   };
 
+  /**
+   * An OAuth access token on /mcp (services/oauth/accessTokens.ts). A token seen before is checked here (expiry,
+   * resource) and its grant's state read by the request, as a cached key's is; an unknown one is looked up, counted
+   * as a failed lookup like an unknown key until found.
+   */
+  const identifyGrant = async (req: FastifyRequest, reply: FastifyReply, raw: string): Promise<Caller | FastifyReply> => {
+    const digest = tokenDigest(raw);
+    const resource = mcpResourceOf(opts.publicUrl, req);
+    const known = tokens.find(digest);
+    const logAs = (t: KnownToken) => (req.loggedKey = { shopId: t.shopId, keyId: null, fingerprint: null, grantId: t.grantId });
+    if (known) {
+      logAs(known);
+      if (!tokenFits(ctx, known, resource)) {
+        tokens.forget(digest);
+        return refuse(req, reply, INVALID_TOKEN);
+      }
+      return grantCaller({ grantId: known.grantId, shopId: known.shopId }, admission(reply, { tokenDigest: digest }));
+    }
+    const reserved = limits ? await reserveLookup(req, reply) : null;
+    if (reserved && !('release' in reserved)) return reserved;
+    try {
+      const { principal, token, lastUsedAt } = await authenticateAccessToken(ctx, digest, resource, logAs);
+      if (reserved) await reserved.release();
+      tokens.remember(digest, token, lastUsedAt);
+      return resolvedCaller(principal, admission(reply, { tokenDigest: digest }));
+    } catch (err) {
+      if (reserved && !isFailedLookup(err)) await reserved.release();
+      return refuse(req, reply, err, reserved !== null);
+    }
+  };
+
   /** Identifies the key (looked up unless cached): the request's caller. Answers the refusal when there is one. */
   const identify = async (req: FastifyRequest, reply: FastifyReply): Promise<Caller | FastifyReply> => {
+    const raw = bearerToken(req.headers.authorization);
+    if (raw?.startsWith(ACCESS_TOKEN_PREFIX)) {
+      // An OAuth access token works on /mcp only: on the API it is no key (401).
+      if (req.url.startsWith('/mcp')) return identifyGrant(req, reply, raw);
+      return refuse(req, reply, OAUTH_TOKEN_ON_API);
+    }
     const digest = presentedKeyDigest(req.headers.authorization);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
-    // A key the database must be asked about counts as a failed lookup from the start, and is given back once it
-    // turns out to be no failure: requests that arrive together cannot all pass an allowance none of them has used
-    // up yet.
-    let reserved: Awaited<ReturnType<FixedWindowLimiter['reserve']>> | null = null;
+    let reserved: Reservation | null = null;
     if (!cached && limits) {
       if (typeof digest === 'string') {
-        reserved = await limits.failures.reserve(req.ip);
-        setLimitHeaders(reply, reserved.state);
-        if (reserved.state.exceeded) {
-          await reserved.release();
-          metrics?.rateLimited('auth_failures');
-          return sendError(reply, rateLimited(reserved.state, 'Too many failed authentications from this address.'));
-        }
+        const r = await reserveLookup(req, reply);
+        if (!('release' in r)) return r;
+        reserved = r;
       } else setLimitHeaders(reply, await limits.failures.peek(req.ip));
     }
     if (digest instanceof AuthError) return refuse(req, reply, digest);
     if (cached) {
       req.knownKey = req.loggedKey = cached;
-      return keyCaller({ keyId: cached.keyId, shopId: cached.shopId, actor: actorOf(req, cached) }, admission(reply, cached));
+      return keyCaller({ keyId: cached.keyId, shopId: cached.shopId, actor: actorOf(req, cached) }, admission(reply, { key: cached }));
     }
     try {
       // Identified before it is judged: a refusal of a known key (revoked, no plan) goes to its shop's request log.
@@ -197,7 +272,7 @@ export function installApiKeyGate(
       if (reserved) await reserved.release();
       req.knownKey = found;
       const principal: ShopPrincipal = { kind: 'shop', shopId: found.shopId, actor: actorOf(req, found), permissions: found.permissions, who: 'This API key', keyId: found.keyId };
-      return resolvedCaller(principal, admission(reply, found));
+      return resolvedCaller(principal, admission(reply, { key: found }));
     } catch (err) {
       if (reserved && !isFailedLookup(err)) await reserved.release();
       return refuse(req, reply, err, reserved !== null);
@@ -285,7 +360,8 @@ export function installApiKeyGate(
         }
       }
       await showShopBudget(reply, req, final);
-      if (final instanceof AuthError && req.knownKey) await recordRefusal(req, reply, final);
+      // A key or a connection refused by its state, read after the gate let it through (revoked meanwhile, say).
+      if (final instanceof AuthError && (req.knownKey || req.loggedKey?.grantId)) await recordRefusal(req, reply, final);
       return final;
     },
     async identify(req) {

@@ -5,8 +5,11 @@ import type { Clock } from '../services/context.js';
 import { isApiPath } from './apiPaths.js';
 import { scrubSecrets } from './logging.js';
 
-/** Whose request it was, as the request log records it: known once the key gate has identified the key. */
-export type LoggedKey = { keyId: string; shopId: string; fingerprint: string };
+/**
+ * Whose request it was, as the request log records it: known once the key gate has identified the key, or (an OAuth
+ * request on /mcp) the connection's grant, which has no key.
+ */
+export type LoggedKey = { keyId: string | null; shopId: string; fingerprint: string | null; grantId?: string | null };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,6 +61,7 @@ export function requestLogRecorder(
       s: key.shopId,
       k: key.keyId,
       f: key.fingerprint,
+      g: key.grantId ?? null,
       t: clock.now().getTime(),
       m: req.method,
       p: clientText(req.url, MAX_PATH),

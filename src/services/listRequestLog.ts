@@ -6,6 +6,8 @@ import type { ServiceCall } from './context.js';
 export type ListRequestLogInput = {
   shopId: string;
   keyId?: string;
+  /** Only one connected app's requests (its connection id). */
+  connectionId?: string;
   /** 2xx, 4xx, 5xx or one status code (of a refused MCP tool call: its mcpStatus). */
   status?: string;
   /** Only requests whose path (query included) contains this text. */
@@ -25,6 +27,8 @@ function toRecord(r: RequestLogRow): RequestLogRecord {
     at: isoString(r.at),
     keyId: r.key_id,
     fingerprint: r.key_fingerprint,
+    connectionId: r.grant_id,
+    connectionName: r.connection_name,
     method: r.method,
     path: r.path,
     mcpTool: r.mcp_tool,
@@ -53,6 +57,7 @@ export async function listRequestLog({ ctx, input }: ServiceCall<ListRequestLogI
   const rows = await selectRequestLog(ctx.db, {
     shopId: input.shopId,
     keyId: input.keyId,
+    grantId: input.connectionId,
     statusMin: min,
     statusMax: max,
     pathContains: input.path ?? '',

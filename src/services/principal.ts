@@ -1,6 +1,8 @@
 import type { KeyState } from '../db/contractRows.js';
 import { keyRows } from '../db/keyRows.js';
-import { ALL, assertAllows, type Permission, type Permissions } from '../domain/permissions.js';
+import { ALL, assertAllows, CONNECTION, type Permission, type Permissions } from '../domain/permissions.js';
+import { grantRows } from '../db/grantRows.js';
+import { assertGrantUsable } from './oauth/accessTokens.js';
 import type { Actor } from '../domain/resources.js';
 import { assertKeyUsable, permissionsOfState } from './authenticateApiKey.js';
 import type { ServiceContext } from './context.js';
@@ -46,6 +48,8 @@ export const adminPrincipal = (shopId: string): ShopPrincipal => ({ kind: 'shop'
 export interface Caller {
   /** The key whose state a first read may carry along; null once resolved (or for a caller resolved otherwise). */
   readonly pendingKeyId: string | null;
+  /** The same for an OAuth connection: the grant whose state a first read may carry along. */
+  readonly pendingGrantId: string | null;
   /** Resolved already: its principal (admitted or not), else null. */
   readonly resolved: ShopPrincipal | null;
   /** True once `principal` has let it through (resolved, authorized for what it asked, admitted). */
@@ -70,14 +74,19 @@ class RequestCaller implements Caller {
 
   constructor(
     resolved: ShopPrincipal | null,
-    private readonly key: { keyId: string; shopId: string; actor: Actor } | null,
+    /** What the caller was identified by and acts as until resolved: a key, or an OAuth connection's grant. */
+    private readonly known: { kind: 'key' | 'grant'; id: string; shopId: string; actor: Actor } | null,
     private readonly admission: Admission | null,
   ) {
     this.#principal = resolved;
   }
 
   get pendingKeyId(): string | null {
-    return this.#principal || !this.key ? null : this.key.keyId;
+    return this.#principal || this.known?.kind !== 'key' ? null : this.known.id;
+  }
+
+  get pendingGrantId(): string | null {
+    return this.#principal || this.known?.kind !== 'grant' ? null : this.known.id;
   }
 
   get resolved(): ShopPrincipal | null {
@@ -101,10 +110,16 @@ class RequestCaller implements Caller {
   }
 
   private async read(ctx: ServiceContext, state: KeyState | undefined): Promise<ShopPrincipal> {
-    const key = this.key!;
-    const s = state ?? (await keyRows(ctx.db).states.load(key.keyId));
+    const known = this.known!;
+    if (known.kind === 'grant') {
+      const s = state ?? (await grantRows(ctx.db).states.load(known.id));
+      assertGrantUsable(ctx, s);
+      this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: CONNECTION };
+      return this.#principal;
+    }
+    const s = state ?? (await keyRows(ctx.db).states.load(known.id));
     assertKeyUsable(ctx, s);
-    this.#principal = { kind: 'shop', shopId: key.shopId, actor: key.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: key.keyId };
+    this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: known.id };
     return this.#principal;
   }
 }
@@ -112,6 +127,13 @@ class RequestCaller implements Caller {
 /** A caller already resolved (a key looked up by its digest, the admin's session, a test). */
 export const resolvedCaller = (principal: ShopPrincipal, admission: Admission | null = null): Caller => new RequestCaller(principal, null, admission);
 
+/**
+ * A caller known by an OAuth access token this process has seen (its grant and shop, which never change): resolved
+ * by its grant's state, read when the runner (or a surface) asks, as a key's is.
+ */
+export const grantCaller = (grant: { grantId: string; shopId: string }, admission: Admission | null): Caller =>
+  new RequestCaller(null, { kind: 'grant', id: grant.grantId, shopId: grant.shopId, actor: { type: 'oauth', id: grant.grantId } }, admission);
+
 /** A caller known by a key this process has seen: resolved by its state, read when the runner (or a surface) asks. */
 export const keyCaller = (key: { keyId: string; shopId: string; actor: Actor }, admission: Admission | null): Caller =>
-  new RequestCaller(null, key, admission);
+  new RequestCaller(null, { kind: 'key', id: key.keyId, shopId: key.shopId, actor: key.actor }, admission);

@@ -64,8 +64,9 @@ export async function withContract(
   let principal: ShopPrincipal;
   let row: ContractRow | ContractText<ContractRow> | null | undefined;
   const keyId = caller.pendingKeyId;
-  if (keyId) {
-    const joined = await rows.withKeyState.load({ keyId, contractId });
+  const grantId = caller.pendingGrantId;
+  if (keyId || grantId) {
+    const joined = keyId ? await rows.withKeyState.load({ keyId, contractId }) : await rows.withGrantState.load({ grantId: grantId!, contractId });
     principal = await caller.principal(ctx, needs, joined);
     row = joined!.contract;
   } else {

@@ -102,7 +102,7 @@ function canonical(ip: string): string | null {
 }
 
 const stripBrackets = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
-const isLoopbackHost = (host: string) => host === 'localhost' || (isIP(host) !== 0 && ipaddr.parse(host).range() === 'loopback');
+export const isLoopbackHost = (host: string) => host === 'localhost' || (isIP(host) !== 0 && ipaddr.parse(host).range() === 'loopback');
 
 export class AddressRefused extends Error {
   constructor(message: string) {

@@ -1,6 +1,7 @@
 import type { ServiceContext } from '../services/context.js';
 import { IdempotencyCleanup } from './idempotencyCleanup.js';
 import { RequestLogCleanup } from './requestLogCleanup.js';
+import { OAuthCleanup } from './oauthCleanup.js';
 import { ResumeSweep } from './resumeSweep.js';
 import { WebhookDispatcher } from './webhookDispatcher.js';
 import type { WorkerLog } from './worker.js';
@@ -43,6 +44,7 @@ export function createWorkers(
   const resumeSweep = new ResumeSweep(ctx, { intervalMs: opts.resumeIntervalMs, log: opts.log });
   const idempotencyCleanup = new IdempotencyCleanup(ctx, { log: opts.log });
   const requestLogCleanup = new RequestLogCleanup(ctx, { log: opts.log });
+  const oauthCleanup = new OAuthCleanup(ctx, { log: opts.log });
   const webhookDispatcher = new WebhookDispatcher(ctx, { intervalMs: opts.webhookIntervalMs, timeoutMs: opts.webhookTimeoutMs, busy, log: opts.log });
   // Bulk jobs give way to requests as the dispatcher does, and to a billing storm (renewals have a deadline).
   const bulkJobs = new BulkJobWorker(ctx, { intervalMs: opts.bulkJobIntervalMs ?? 1000, leaseMs: opts.bulkJobLeaseMs, busy, log: opts.log });
@@ -54,6 +56,7 @@ export function createWorkers(
     resumeSweep,
     idempotencyCleanup,
     requestLogCleanup,
+    oauthCleanup,
     webhookDispatcher,
     bulkJobs,
     ...(platformInbox && reconcile ? [platformInbox, reconcile] : []),
@@ -64,6 +67,7 @@ export function createWorkers(
     resumeSweep,
     idempotencyCleanup,
     requestLogCleanup,
+    oauthCleanup,
     webhookDispatcher,
     bulkJobs,
     platformInbox,

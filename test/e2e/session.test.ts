@@ -52,7 +52,7 @@ describeInBrowser('admin UI: session tokens in a real browser', () => {
     await tab.page.goto(`${s.base}/admin#token=${forged}`);
     await tab.page.getByRole('heading', { name: 'Your session has expired' }).waitFor();
     expect(tab.adminCalls.length).toBeGreaterThan(0);
-    expect(await tab.page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await tab.page.evaluate(() => localStorage.length)).toBe(0);
     const calls = tab.adminCalls.length;
     await tab.page.reload();
     await tab.page.getByRole('heading', { name: 'Open this page with an admin link' }).waitFor();

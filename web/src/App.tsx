@@ -10,6 +10,7 @@ import { BulkJobPage, BulkJobsPage } from './pages/BulkJobsPage';
 import { ContractPage } from './pages/ContractPage';
 import { ContractsPage } from './pages/ContractsPage';
 import { KeyRequestsPage } from './pages/KeyRequestsPage';
+import { ConsentPage } from './pages/ConsentPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { RenewalsPage } from './pages/RenewalsPage';
 import { SessionProblemPage } from './pages/SessionProblemPage';
@@ -33,6 +34,11 @@ export function App() {
   const api = useMemo(() => (session ? createAdminApi(session, onUnauthorized) : null), [session, onUnauthorized]);
 
   if (problem || !session || !api) return <SessionProblemPage problem={problem ?? { kind: 'missing' }} embedded={session?.mode === 'embedded'} />;
+  // An app's consent page opened in a tab of its own on a server set up for the shop admin: App Bridge gives no
+  // session outside the admin's frame, so the page says how to open it there.
+  if (session.mode === 'embedded' && window.top === window.self && window.location.pathname === ROUTES.consent) {
+    return <SessionProblemPage problem={{ kind: 'app_bridge_missing' }} embedded={false} />;
+  }
   return (
     <AdminApiContext.Provider value={{ api, shop: session.shop }}>
       <Shell embedded={session.mode === 'embedded'} shop={session.shop} />
@@ -49,6 +55,10 @@ function pageOf(path: string) {
       return <ApiPage />;
     case 'keyRequests':
       return <KeyRequestsPage key={path} keyId={route.keyId} />;
+    case 'connectionRequests':
+      return <KeyRequestsPage key={path} connectionId={route.connectionId} />;
+    case 'consent':
+      return <ConsentPage />;
     case 'webhooks':
       return <WebhooksPage />;
     case 'billingSettings':

@@ -117,12 +117,15 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookDeliveryStatus = WebhookDelivery['status'];
 export type WebhookAttempt = WebhookDelivery['attemptLog'][number];
 export type ErrorDetail = { path: string; message: string };
-/** One request of a key, as the request log keeps it (src/domain/requestLog.ts): no body, secrets scrubbed. */
+/** One request of a key or a connected app, as the request log keeps it (src/domain/requestLog.ts): no body, secrets scrubbed. */
 export type RequestLogEntry = {
   id: string;
   at: string;
-  keyId: string;
-  fingerprint: string;
+  keyId: string | null;
+  fingerprint: string | null;
+  /** A connected app's request (OAuth): the connection and its name; null for a key's. */
+  connectionId: string | null;
+  connectionName: string | null;
   method: string;
   path: string;
   mcpTool: string | null;
@@ -137,7 +140,18 @@ export type RequestLogEntry = {
   userAgent: string | null;
 };
 /** The request log's filters: a status class (2xx, 4xx, 5xx) or code, text in the path, requests before a moment. */
-export type RequestLogQuery = { keyId: string; status?: string; path?: string; before?: string; cursor?: string; limit?: number };
+export type RequestLogQuery = { keyId?: string; connectionId?: string; status?: string; path?: string; before?: string; cursor?: string; limit?: number };
+
+/** An AI assistant the merchant connected through OAuth (src/http/admin/oauthRoutes.ts). */
+export type Connection = { id: string; clientName: string; clientId: string; permissions: Permissions; createdAt: string; lastUsedAt: string | null };
+/** What the consent page shows of an app's authorization request. */
+export type AuthorizationDetails = {
+  client: { id: string; name: string; kind: 'registered' | 'metadata_document' };
+  redirectHost: string;
+  asked: Permissions;
+  scope: string;
+  resource: string;
+};
 
 /** Renewals (src/http/admin/billingRoutes.ts and routes.ts): a billing attempt, where a contract's billing stands, the policy. */
 export type BillingAttempt = Schemas['BillingAttempt'];
@@ -217,8 +231,16 @@ export type AdminApi = {
   webhookDeliveries(id: string, q: { cursor?: string; limit?: number }): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }>;
   resendWebhookDelivery(id: string, deliveryId: string): Promise<{ delivery: WebhookDelivery }>;
   resendFailedWebhookDeliveries(id: string, since: string): Promise<{ resent: number }>;
-  /** A page of a key's requests, newest first (kept 14 days). */
+  /** A page of a key's or a connected app's requests, newest first (kept 14 days). */
   requestLog(q: RequestLogQuery): Promise<{ requests: RequestLogEntry[]; nextCursor: string | null }>;
+  /** The AI assistants connected through OAuth. */
+  connections(): Promise<{ connections: Connection[] }>;
+  /** Ends a connection at once: the app's very next request is refused. */
+  disconnect(id: string): Promise<{ disconnected: true }>;
+  /** An app's authorization request (the parameters /oauth/authorize passed on), checked. */
+  authorization(request: Record<string, string>): Promise<AuthorizationDetails>;
+  /** The merchant's decision: where the browser goes next (back to the app, with a code or access_denied). */
+  decideAuthorization(request: Record<string, string>, approve: boolean, permissions?: Permissions): Promise<{ redirectTo: string }>;
   billingAttempts(contractId: string, cursor?: string): Promise<{ billingAttempts: BillingAttempt[]; nextCursor: string | null }>;
   billingPolicy(): Promise<BillingPolicy>;
   saveBillingPolicy(policy: BillingPolicy): Promise<BillingPolicy>;
@@ -327,10 +349,14 @@ export function createAdminApi(session: Session, onUnauthorized: (err: ApiError)
     resendWebhookDelivery: (id, deliveryId) => call('POST', `${endpointPath(id)}/deliveries/${encodeURIComponent(deliveryId)}/resend`, {}),
     resendFailedWebhookDeliveries: (id, since) => call('POST', `${endpointPath(id)}/resend-failed`, { since }),
     requestLog: (q) => {
-      const params = new URLSearchParams({ keyId: q.keyId, limit: String(q.limit ?? 25) });
-      for (const name of ['status', 'path', 'before', 'cursor'] as const) if (q[name]) params.set(name, q[name]!);
+      const params = new URLSearchParams({ limit: String(q.limit ?? 25) });
+      for (const name of ['keyId', 'connectionId', 'status', 'path', 'before', 'cursor'] as const) if (q[name]) params.set(name, q[name]!);
       return call('GET', `/request-log?${params}`);
     },
+    connections: () => call('GET', '/connections'),
+    disconnect: (id) => call('POST', `/connections/${encodeURIComponent(id)}/disconnect`, {}),
+    authorization: (request) => call('GET', `/oauth/authorization?${new URLSearchParams(request)}`),
+    decideAuthorization: (request, approve, permissions) => call('POST', '/oauth/authorization', { request, approve, ...(permissions && { permissions }) }),
     billingAttempts: (contractId, cursor) =>
       call('GET', `/contracts/${encodeURIComponent(contractId)}/billing-attempts?limit=10${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
     billingPolicy: () => call('GET', '/billing-policy'),

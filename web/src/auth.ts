@@ -2,8 +2,10 @@
  * Where the admin session token comes from (docs/product.md §6).
  * Embedded: the server put <meta name="shopify-api-key"> and App Bridge's script into the page; App Bridge hands out
  * fresh tokens with shopify.idToken(). Standalone: `svc admin-link <shop>` prints /admin#token=…; the fragment never
- * reaches a server or a Referer header. The token is kept in sessionStorage (this tab only) so a reload keeps working,
- * and removed from the visible URL.
+ * reaches a server or a Referer header. The token is kept in localStorage until it expires, so a reload keeps working
+ * and so does any other tab of that browser (an assistant's consent page opens in a new tab: docs/mcp-assistants.md),
+ * and removed from the visible URL. Only a top-level page uses a stored token: inside the shop admin's frame the page
+ * is embedded, whatever another tab of the browser did.
  */
 
 export type Session =
@@ -50,13 +52,22 @@ export function shopOf(claims: Claims | null): string | null {
 
 function storage(): Storage | null {
   try {
-    return window.sessionStorage;
+    return window.localStorage;
   } catch {
     return null;
   }
 }
 
-/** Moves `#token=…` out of the address bar into this tab's storage. */
+/** True for a page in a frame (the shop admin's): it never takes a standalone token another tab stored. */
+function framed(): boolean {
+  try {
+    return window.top !== window.self;
+  } catch {
+    return true;
+  }
+}
+
+/** Moves `#token=…` out of the address bar into the browser's storage (every tab of this origin finds it there). */
 function takeFragmentToken(): string | null {
   const params = new URLSearchParams(window.location.hash.replace(/^#/, ''));
   const fromFragment = params.get('token');
@@ -67,7 +78,7 @@ function takeFragmentToken(): string | null {
     window.history.replaceState(window.history.state, '', window.location.pathname + window.location.search + (rest ? `#${rest}` : ''));
     return fromFragment;
   }
-  return storage()?.getItem(STORAGE_KEY) ?? null;
+  return framed() ? null : (storage()?.getItem(STORAGE_KEY) ?? null);
 }
 
 export function forgetStandaloneToken(): void {
@@ -97,7 +108,11 @@ function standaloneSession(token: string, now: () => number): SessionResult {
   const claims = decodeClaims(token);
   const shop = shopOf(claims);
   const expiresAt = typeof claims?.exp === 'number' ? new Date(claims.exp * 1000) : null;
-  if (expiresAt && expiresAt.getTime() <= now()) return { problem: { kind: 'expired', shop } };
+  if (expiresAt && expiresAt.getTime() <= now()) {
+    // Expired: no tab may keep using it.
+    forgetStandaloneToken();
+    return { problem: { kind: 'expired', shop } };
+  }
   return { session: { mode: 'standalone', shop, expiresAt, getToken: async () => token } };
 }
 

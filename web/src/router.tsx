@@ -9,6 +9,7 @@ export const ROUTES = {
   settings: '/admin/settings',
   contracts: '/admin/contracts',
   bulkJobs: '/admin/bulk-jobs',
+  consent: '/admin/oauth/consent',
 } as const;
 
 /** Every page of the admin, as the path names it: the one list the shell renders from and the tab's title follows. */
@@ -16,6 +17,8 @@ export type Route =
   | { page: 'home' }
   | { page: 'api' }
   | { page: 'keyRequests'; keyId: string }
+  | { page: 'connectionRequests'; connectionId: string }
+  | { page: 'consent' }
   | { page: 'webhooks' }
   | { page: 'billingSettings' }
   | { page: 'settings' }
@@ -45,6 +48,8 @@ export function routeOf(path: string): Route {
       return { page: 'contracts' };
     case ROUTES.bulkJobs:
       return { page: 'bulkJobs' };
+    case ROUTES.consent:
+      return { page: 'consent' };
   }
   const jobId = bulkJobIdOf(path);
   if (jobId) return { page: 'bulkJob', jobId };
@@ -52,6 +57,8 @@ export function routeOf(path: string): Route {
   if (contractId) return { page: 'contract', contractId };
   const keyId = keyIdOfRequestsPath(path);
   if (keyId) return { page: 'keyRequests', keyId };
+  const connectionId = connectionIdOfRequestsPath(path);
+  if (connectionId) return { page: 'connectionRequests', connectionId };
   return { page: 'notFound' };
 }
 
@@ -66,6 +73,10 @@ export function pageTitle(path: string): string {
         return 'Settings → API';
       case 'keyRequests':
         return 'Requests of a key · Settings → API';
+      case 'connectionRequests':
+        return 'Requests of a connected app · Settings → API';
+      case 'consent':
+        return 'Connect an app';
       case 'webhooks':
         return 'Settings → Webhooks';
       case 'billingSettings':
@@ -100,6 +111,10 @@ export const bulkJobIdOf = (path: string): string | null => /^\/admin\/bulk-jobs
 export const keyRequestsUrl = (keyId: string) => `${ROUTES.api}/keys/${encodeURIComponent(keyId)}/requests`;
 /** The key id of a key's requests page's path, or null. */
 export const keyIdOfRequestsPath = (path: string): string | null => /^\/admin\/settings\/api\/keys\/([0-9a-f-]{36})\/requests$/.exec(path)?.[1] ?? null;
+/** A connected app's requests (Settings → API → Connected apps). */
+export const connectionRequestsUrl = (id: string) => `${ROUTES.api}/connections/${encodeURIComponent(id)}/requests`;
+/** The connection id of a connected app's requests page's path, or null. */
+export const connectionIdOfRequestsPath = (path: string): string | null => /^\/admin\/settings\/api\/connections\/([0-9a-f-]{36})\/requests$/.exec(path)?.[1] ?? null;
 /** The contract id of a contract page's path, or null. */
 export const contractIdOf = (path: string): string | null => /^\/admin\/contracts\/(\d{1,19})$/.exec(path)?.[1] ?? null;
 

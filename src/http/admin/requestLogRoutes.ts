@@ -15,6 +15,9 @@ const RequestLogQuery = z.strictObject({
   keyId: UuidId('must be a key id from GET /admin/api/keys')
     .optional()
     .describe('Only this key\'s requests.'),
+  connectionId: UuidId('must be a connection id from GET /admin/api/connections')
+    .optional()
+    .describe('Only this connected app\'s requests (OAuth, on /mcp).'),
   status: RequestLogStatus.optional().describe('2xx, 4xx, 5xx, or one status code such as 429; a refused MCP tool call counts with its mcpStatus.'),
   path: StoredText(200).optional().describe('Only requests whose path (query included) contains this text.'),
   before: UtcTimestamp.optional().describe('Only requests answered before this moment.'),
@@ -46,10 +49,10 @@ export function adminRequestLogRoutes(app: FastifyInstance, ctx: ServiceContext,
       },
     },
     handler: async (req) => {
-      const { keyId, status, path, before, cursor, limit } = req.query;
+      const { keyId, connectionId, status, path, before, cursor, limit } = req.query;
       return listRequestLog({
         ctx,
-        input: { shopId: principal(req).shopId, keyId, status, path: path || undefined, before: before ? parseUtcTimestamp(before)! : undefined, cursor, limit },
+        input: { shopId: principal(req).shopId, keyId, connectionId, status, path: path || undefined, before: before ? parseUtcTimestamp(before)! : undefined, cursor, limit },
       });
     },
   });

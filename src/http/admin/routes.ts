@@ -23,6 +23,7 @@ import { adminBulkJobRoutes } from './bulkJobRoutes.js';
 import { adminContractRoutes } from './contractRoutes.js';
 import { adminWebhookRoutes } from './webhookRoutes.js';
 import { adminRequestLogRoutes } from './requestLogRoutes.js';
+import { adminOAuthRoutes } from './oauthRoutes.js';
 import { getBillingPolicy, setBillingPolicy } from '../../services/billingPolicy.js';
 import type { Shopify } from '../../platform/shopify/index.js';
 import { APP_SUBSCRIPTION_STATUSES } from '../../platform/shopify/install.js';
@@ -74,7 +75,7 @@ const ShopResponse = z.object({
  * The admin JSON API behind Settings → API (docs/product.md, "Admin: Settings → API"), authenticated by the platform's
  * session token only. API keys are refused here, as session tokens are refused on /api.
  */
-export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials; shopify?: Shopify }) {
+export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceContext; credentials: AppCredentials; shopify?: Shopify; publicUrl?: string }) {
   const { ctx, credentials, shopify } = opts;
   const r = app.withTypeProvider<ZodTypeProvider>();
 
@@ -193,6 +194,8 @@ export async function adminApiRoutes(app: FastifyInstance, opts: { ctx: ServiceC
   adminContractRoutes(app, ctx, principal);
   adminWebhookRoutes(app, ctx, principal);
   adminRequestLogRoutes(app, ctx, principal);
+  // Connecting an AI assistant (OAuth): the consent page's API, and the connected apps.
+  adminOAuthRoutes(app, ctx, shopId, opts.publicUrl);
   // Settings → Billing: the shop's dunning policy.
   r.get('/billing-policy', async (req) => getBillingPolicy({ ctx, input: { principal: principal(req) } }));
   r.put('/billing-policy', async (req) => setBillingPolicy({ ctx, input: { principal: principal(req), body: req.body } }));

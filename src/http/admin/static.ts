@@ -57,23 +57,24 @@ function indexLoader(distDir: string) {
 }
 
 /**
- * The key the page keeps a standalone session token under (web/src/auth.ts, STORAGE_KEY): a tab that opened an
- * admin link keeps working standalone across reloads.
+ * The key the page keeps a standalone session token under (web/src/auth.ts, STORAGE_KEY, in localStorage): every
+ * top-level tab of a browser that opened an admin link works standalone until the token expires.
  */
 const STANDALONE_TOKEN_KEY = 'svc.admin.sessionToken';
 
 /**
  * Embedded mode: App Bridge wants its key in a meta tag and its script first in <head>, loaded synchronously. It
  * works only inside the shop admin, so it is written into the page only when the page is not opened standalone: an
- * operator's admin link (`#token=…`, which never reaches the server, or the token this tab already took from one)
- * opens the screen in a plain browser tab even when SHOPIFY_API_KEY is set. `document.write` keeps the script
+ * operator's admin link (`#token=…`, which never reaches the server, or the token a tab of this browser already took
+ * from one, in a top-level page: inside the shop admin's frame the page is embedded) opens the screen in a plain
+ * browser tab even when SHOPIFY_API_KEY is set. `document.write` keeps the script
  * parser-inserted and synchronous, as App Bridge requires, ahead of the app's own module.
  */
 export function renderIndex(html: string, shopifyApiKey?: string): string {
   if (!shopifyApiKey) return html;
   const loader =
     `(function(){var s=new URLSearchParams(location.hash.slice(1)).has('token');` +
-    `try{s=s||!!sessionStorage.getItem('${STANDALONE_TOKEN_KEY}')}catch(e){}` +
+    `try{s=s||(top===self&&!!localStorage.getItem('${STANDALONE_TOKEN_KEY}'))}catch(e){}` +
     `if(!s)document.write('<script src="${APP_BRIDGE_SCRIPT}"><\\/script>')})()`;
   const tags = `<meta name="shopify-api-key" content="${escapeAttr(shopifyApiKey)}" />\n    <script>${loader}</script>`;
   return html.replace(/<head>/i, (m) => `${m}\n    ${tags}`);

@@ -4,6 +4,7 @@ import type { ShopifyAdmin, ShopRef } from './admin.js';
 import * as doc from './documents.js';
 import type { ShopifyInstaller } from './install.js';
 import { eraseShop } from '../../services/privacy.js';
+import { deleteShopOAuthGrants } from '../../db/privacy.js';
 
 /**
  * The destructive topics, acted on only once the platform confirms them. Their headers are not signed, and their
@@ -42,7 +43,10 @@ export async function askPlatformIfInstalled(deps: UninstallDeps, shop: ShopRef)
   return row?.accessRefusedAt ? 'uninstalled' : 'unknown';
 }
 
-/** app/uninstalled, once confirmed: the shop is marked uninstalled (its keys answer 403) and its tokens deleted. */
+/**
+ * app/uninstalled, once confirmed: the shop is marked uninstalled (its keys answer 403), its platform tokens deleted and
+ * its OAuth connections ended.
+ */
 export async function applyUninstall(deps: UninstallDeps, shop: InstalledShop, w: { webhookId: string; triggeredAt: Date | null }): Promise<DestructiveOutcome> {
   if (shop.uninstalledAt) return 'ignored'; // confirmed already: a repeat
   const row = await deps.installer.installation(shop.id);
@@ -52,6 +56,7 @@ export async function applyUninstall(deps: UninstallDeps, shop: InstalledShop, w
   await deps.ctx.db.transaction(async (run) => {
     await run(`UPDATE shops SET uninstalled_at = $2, updated_at = $2 WHERE id = $1`, [shop.id, deps.ctx.clock.now()]);
     await deps.admin.forgetTokens(shop.id, run);
+    await deleteShopOAuthGrants(run, shop.id);
   });
   return 'done';
 }

@@ -21,6 +21,7 @@ import { useAdminApi } from '../context';
 import { formatDate } from '../format';
 import { ROUTES } from '../router';
 import { AccessState } from './AccessState';
+import { ConnectedAppsCard } from './ConnectedApps';
 import { EditPermissionsModal } from './EditPermissionsModal';
 import { GenerateKeyModal } from './GenerateKeyModal';
 import { keyLabel } from './keyLabel';
@@ -218,6 +219,9 @@ export function ApiPage() {
               <KeysTable keys={list.keys} onRevoke={openRevoke} onEditPermissions={openEdit} />
             )}
           </Card>
+        </Layout.Section>
+        <Layout.Section>
+          <ConnectedAppsCard />
         </Layout.Section>
         <Layout.Section>
           <UsageCard />

@@ -1,7 +1,7 @@
 import { Badge, BlockStack, Box, Button, Card, InlineGrid, InlineStack, Page, Select, SkeletonBodyText, Text, TextField } from '@shopify/polaris';
 import { RefreshIcon } from '@shopify/polaris-icons';
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, type ApiKey, type RequestLogEntry } from '../api';
+import { ApiError, type ApiKey, type Connection, type RequestLogEntry } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
 import { ROUTES } from '../router';
@@ -30,13 +30,14 @@ const isoOfLocal = (value: string) => {
 };
 
 /**
- * Settings → API → a key → its requests: every API and MCP request made with the key in the last 14 days, newest
- * first, filtered by status, path and time; each opens to what the log kept of it. What a merchant looks at when an
- * integration misbehaves: what the integrator's backend sent, and what it got back.
+ * Settings → API → a key (or a connected app) → its requests: every API and MCP request made with the key, or by the
+ * app, in the last 14 days, newest first, filtered by status, path and time; each opens to what the log kept of it.
+ * What a merchant looks at when an integration misbehaves: what the integrator's backend sent, and what it got back.
  */
-export function KeyRequestsPage({ keyId }: { keyId: string }) {
+export function KeyRequestsPage({ keyId, connectionId }: { keyId?: string; connectionId?: string }) {
   const { api } = useAdminApi();
   const [key, setKey] = useState<ApiKey | null | undefined>(undefined);
+  const [connection, setConnection] = useState<Connection | null | undefined>(undefined);
   const [status, setStatus] = useState('');
   const [pathDraft, setPathDraft] = useState('');
   const [path, setPath] = useState('');
@@ -51,14 +52,22 @@ export function KeyRequestsPage({ keyId }: { keyId: string }) {
 
   useEffect(() => {
     let live = true;
-    api.keys().then(
-      (list) => live && setKey(list.keys.find((k) => k.id === keyId) ?? null),
-      (err) => live && setError(asApiError(err)),
-    );
+    if (keyId) {
+      api.keys().then(
+        (list) => live && setKey(list.keys.find((k) => k.id === keyId) ?? null),
+        (err) => live && setError(asApiError(err)),
+      );
+    } else {
+      // A disconnected app is no longer listed; its requests stay in the log for 14 days.
+      api.connections().then(
+        (list) => live && setConnection(list.connections.find((c) => c.id === connectionId) ?? null),
+        (err) => live && setError(asApiError(err)),
+      );
+    }
     return () => {
       live = false;
     };
-  }, [api, keyId]);
+  }, [api, keyId, connectionId]);
 
   // A filter changed: back to the newest requests.
   const restart = () => {
@@ -78,19 +87,19 @@ export function KeyRequestsPage({ keyId }: { keyId: string }) {
     setLoading(true);
     setError(null);
     try {
-      setData(await api.requestLog({ keyId, status: status || undefined, path: path || undefined, before: before || undefined, cursor: cursors[page], limit: PAGE_SIZE }));
+      setData(await api.requestLog({ keyId, connectionId, status: status || undefined, path: path || undefined, before: before || undefined, cursor: cursors[page], limit: PAGE_SIZE }));
     } catch (err) {
       setError(asApiError(err));
     } finally {
       setLoading(false);
     }
-  }, [api, keyId, status, path, before, cursors, page]);
+  }, [api, keyId, connectionId, status, path, before, cursors, page]);
   useEffect(() => {
     void load();
   }, [load]);
 
   const filtered = Boolean(status || path || before);
-  const title = key ? `Requests: ${keyLabel(key)}` : 'Requests';
+  const title = key ? `Requests: ${keyLabel(key)}` : connection ? `Requests: ${connection.clientName}` : 'Requests';
   const pagination =
     data && (page > 0 || data.nextCursor)
       ? {
@@ -109,11 +118,18 @@ export function KeyRequestsPage({ keyId }: { keyId: string }) {
     <Page
       title={title}
       titleMetadata={key?.status === 'revoked' ? <Badge tone="critical">Revoked</Badge> : undefined}
-      subtitle="Every API and MCP request made with this key in the last 14 days, newest first."
+      subtitle={
+        connectionId ? 'Every MCP request this connected app made in the last 14 days, newest first.' : 'Every API and MCP request made with this key in the last 14 days, newest first.'
+      }
       backAction={{ content: 'API', url: ROUTES.api }}
       secondaryActions={[{ content: 'Refresh', icon: RefreshIcon, onAction: () => void load(), loading: loading && data !== null, accessibilityLabel: 'Refresh the requests' }]}
     >
       <BlockStack gap="400">
+        {connection === null && (
+          <Text as="p" tone="subdued">
+            This app is no longer connected; its requests stay here for 14 days.
+          </Text>
+        )}
         {key === null && (
           <ErrorBanner error={new ApiError(404, 'not_found', 'This store has no API key with this id.', null)} title="Unknown key" />
         )}
@@ -196,7 +212,7 @@ export function KeyRequestsPage({ keyId }: { keyId: string }) {
               </BlockStack>
             </Box>
           ) : (
-            <div aria-busy={loading} aria-label={`Requests of ${key ? keyLabel(key) : 'this key'}`} role="region">
+            <div aria-busy={loading} aria-label={`Requests of ${key ? keyLabel(key) : connection ? connection.clientName : connectionId ? 'this app' : 'this key'}`} role="region">
               <RequestLogTable requests={data.requests} pagination={pagination} />
             </div>
           )}

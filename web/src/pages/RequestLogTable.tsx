@@ -76,7 +76,7 @@ function Details({ r }: { r: RequestLogEntry }) {
         {item('Idempotency key', mono(r.idempotencyKey))}
         {item('IP address', mono(r.ip))}
         {item('User agent', r.userAgent)}
-        {item('Key fingerprint', mono(r.fingerprint))}
+        {r.connectionId ? item('Connected app', r.connectionName) : item('Key fingerprint', mono(r.fingerprint))}
       </dl>
       <Text as="p" variant="bodySm" tone="subdued">
         Request and response bodies are never recorded. Search your own logs for the request ID: it is the X-Request-Id
