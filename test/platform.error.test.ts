@@ -1,4 +1,6 @@
 import { createHmac } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { insertRequestLogBatch } from '../src/db/requestLog.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest';
 import { bearer, TEST_CREDENTIALS } from './support/app.js';
 import { startPlatform, type InstalledShop, type PlatformHarness } from './support/platform.js';
@@ -476,6 +478,10 @@ describe('plan, uninstall and privacy', () => {
       expect(await count(`SELECT count(*)::int AS n FROM ${table} WHERE shop_id = $1`, [s.shopId]), table).toBe(0);
     }
     expect(await count(`SELECT count(*)::int AS n FROM bulk_job_items WHERE job_id = $1`, [job.json().bulkJob.id])).toBe(0);
+    // A request log batch still in a buffer (this instance's or another's) writes nothing of the shop after it.
+    const late = { s: s.shopId, k: randomUUID(), g: null, f: 'abcd', t: Date.now(), m: 'GET', p: '/api/v1/subscription-contracts', tool: null, st: 200, ms: null, e: null, d: 100, rid: randomUUID(), ik: null, ip: '127.0.0.1', ua: 'test' };
+    await insertRequestLogBatch(p.t.ctx.db, [JSON.stringify(late)]);
+    expect(await count(`SELECT count(*)::int AS n FROM request_log WHERE shop_id = $1`, [s.shopId])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM shops WHERE domain = $1`, [s.domain])).toBe(0);
     expect(await count(`SELECT count(*)::int AS n FROM platform_webhooks WHERE shop_domain = $1`, [s.domain])).toBe(0);
   });

@@ -29,6 +29,9 @@ const SHOP_TABLES = ['bulk_jobs', 'request_log', 'oauth_tokens', 'oauth_codes', 
 
 /** Deletes every row of a shop, the shop's own included, in the transaction of `run`. */
 export async function deleteShopRows(run: RunSql, shopId: string, shopDomain: string): Promise<void> {
+  // First: writers that add a shop's rows outside a request (the request log's batches) wait on this lock, then find
+  // no shop, so nothing of it is written after its rows are gone.
+  await run(`SELECT 1 FROM shops WHERE id = $1 FOR UPDATE`, [shopId]);
   await run(`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE shop_id = $1)`, [shopId]);
   for (const table of SHOP_TABLES) await run(`DELETE FROM ${table} WHERE shop_id = $1`, [shopId]);
   await run(`DELETE FROM compliance_requests WHERE shop_domain = $1`, [shopDomain]);

@@ -10,7 +10,10 @@ const INSERT = `
                            duration_us, request_id, idempotency_key, ip, user_agent)
   SELECT r.s::bigint, r.k::uuid, r.g::uuid, to_timestamp(r.t / 1000.0), r.f, r.m, r.p, r.tool, r.st, r.ms, r.e, r.d, r.rid, r.ik, r.ip, r.ua
     FROM json_to_recordset($1::json) AS r(s text, k text, g text, f text, t double precision, m text, p text, tool text, st smallint,
-                                         ms smallint, e text, d integer, rid text, ik text, ip text, ua text)`;
+                                         ms smallint, e text, d integer, rid text, ik text, ip text, ua text)
+    -- A shop deleted meanwhile (shop/redact) gets no rows: its deletion locks the shop first, so this waits for it and
+    -- then finds no shop.
+   WHERE EXISTS (SELECT 1 FROM shops sh WHERE sh.id = r.s::bigint FOR KEY SHARE)`;
 
 /** How long one batch may take before it counts as failed (it is then tried again, and the API never waits on it). */
 const INSERT_TIMEOUT_MS = 10_000;
