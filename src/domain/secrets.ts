@@ -34,8 +34,23 @@ const WORD_RUN = /[^\s"'\\<>]+/g;
 
 const isKeyBody = (text: string): boolean => isWellFormedKey(KEY_PREFIX + text);
 
+/**
+ * Whether the text has 49 base62 characters in a row: a loop over its characters, where KEY_BODY_ANYWHERE's
+ * lookbehind tried a match at every position of every log line (most have no such run: ids are UUIDs).
+ */
+function hasBase62Run(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) {
+      if (++run >= 49) return true;
+    } else run = 0;
+  }
+  return false;
+}
+
 function hasKeyBody(text: string): boolean {
-  if (text.length < 49) return false;
+  if (!hasBase62Run(text)) return false;
   for (const m of text.matchAll(KEY_BODY_ANYWHERE)) if (isKeyBody(m[0])) return true;
   return false;
 }
@@ -63,6 +78,6 @@ export function redactSecrets(text: string): string {
   if (OAUTH_MENTION.test(out)) out = out.replace(OAUTH_ANYWHERE, '$1[REDACTED]');
   if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
   if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET_ANYWHERE, '[REDACTED WEBHOOK SECRET]');
-  if (out.length >= 49) out = out.replace(KEY_BODY_ANYWHERE, (body) => (isKeyBody(body) ? '[REDACTED]' : body));
+  if (hasBase62Run(out)) out = out.replace(KEY_BODY_ANYWHERE, (body) => (isKeyBody(body) ? '[REDACTED]' : body));
   return out;
 }
