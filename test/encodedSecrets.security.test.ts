@@ -41,7 +41,10 @@ describe('secrets percent-encoded in a URL or a header', () => {
     const keyBody = otherKey.slice('svc_live_'.length);
     // What makes each a secret: a webhook secret's key, a session token's signature (its header and claims are
     // readable by design), a key's random part and checksum.
-    const secrets = [whsec.slice('whsec_'.length), jwt.split('.')[2], keyBody];
+    // One of a shape a random secret only sometimes has: a `+` escaped, a `/` written out, then an `=` escaped (its
+    // tail alone, "y1afTqrk=", is no recognisable secret).
+    const slashed = 'whsec_Qk9PTV9z+ZWNyZXQrY3Vy/y1afTqrk=';
+    const secrets = [whsec.slice('whsec_'.length), jwt.split('.')[2], keyBody, slashed.slice('whsec_'.length)];
 
     const forms: [label: string, url: string, headers?: Record<string, string>][] = [
       ['a webhook secret, encodeURIComponent', `${API}?cursor=${encodeURIComponent(whsec)}`],
@@ -49,6 +52,7 @@ describe('secrets percent-encoded in a URL or a header', () => {
       ['a webhook secret, encoded twice', `${API}?cursor=${encodeURIComponent(encodeURIComponent(whsec))}`],
       ['a webhook secret, every character', `${API}/${c.id}/events?cursor=${everyChar(whsec)}`],
       ['a webhook secret, its / written out', `${API}?cursor=${whsec.replace(/[+=]/g, (ch) => encodeURIComponent(ch))}`],
+      ['a webhook secret, a / written out and an = escaped after it', `${API}?cursor=${slashed.replace(/[+=]/g, (ch) => encodeURIComponent(ch))}`],
       ['a session token, %65 for its first e', `${API}?token=%65${jwt.slice(1)}`],
       ['a session token, %2E for its dots', `${API}?token=${jwt.replaceAll('.', '%2E')}`],
       ['a session token, every character', `${API}?token=${everyChar(jwt)}`],

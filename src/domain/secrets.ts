@@ -9,11 +9,11 @@ import { WEBHOOK_SECRET_ANYWHERE } from './webhooks.js';
  * percent-encoded in any way (`%65yJ…`, `whsec%5F…`, `svc%255flive_…`, or every character escaped), each replaced.
  *
  * Percent-encoded text is judged by what it decodes to, again and again until nothing changes (keys.ts
- * percentDecoded): a run of text is replaced whole when its decoded form holds a secret, first by the runs between a
- * URL's delimiters (a path segment, a query value: the rest of a URL stays readable), then by the runs between
- * spaces and quotes (a secret whose written-out `/`, `=` or `&` split it across the first kind). A secret's own
- * characters are never spaces, quotes or backslashes, and decoding never turns an escape into a literal delimiter of
- * the text, so each secret lies within one run of the second kind, however it is written: nothing of one is left.
+ * percentDecoded), word by word (runs between spaces and quotes), each word by the runs between a URL's delimiters
+ * (a path segment, a query value: the rest of a URL stays readable), a secret whose written-out `/`, `=` or `&` split it
+ * across runs taking the rest of its word with it (redactWord). A secret's own characters are never spaces, quotes or
+ * backslashes, and decoding never turns an escape into a literal delimiter of the text, so each secret lies within one
+ * word, however it is written: nothing of one is left.
  */
 
 // A signed JWT (a platform session token): three base64url parts, the first one a JSON header ("eyJ").
@@ -60,20 +60,36 @@ function holdsSecret(text: string): boolean {
   return KEY_MENTION.test(text) || OAUTH_MENTION.test(text) || JWT.test(text) || WEBHOOK_SECRET.test(text) || hasKeyBody(text);
 }
 
-/** A run holding a percent-escape: does what it decodes to hold a secret? (Text that never stops decoding does.) */
-function encodesSecret(run: string): boolean {
-  if (!run.includes('%')) return false;
+/** Does the run hold a secret, as written or as it decodes? (Text that never stops decoding does.) */
+function runHoldsSecret(run: string): boolean {
+  if (!run.includes('%')) return holdsSecret(run);
   const decoded = percentDecoded(run);
   return decoded === null || holdsSecret(decoded);
+}
+
+/**
+ * A word (text between spaces and quotes) with a percent-escape: each URL run that holds a secret replaced, so the rest
+ * of a URL stays readable. When the word as a whole decodes to a secret, whatever follows the first run replaced goes
+ * too (a secret whose `/` or `=` is written out spans several runs: its tail alone is no recognisable secret), and a
+ * word none of whose runs holds one is replaced whole.
+ */
+function redactWord(word: string): string {
+  const holds = runHoldsSecret(word);
+  let out = '';
+  let last = 0;
+  for (const m of word.matchAll(URL_RUN)) {
+    if (!runHoldsSecret(m[0])) continue;
+    if (holds) return `${out}${word.slice(last, m.index)}[REDACTED]`;
+    out += `${word.slice(last, m.index)}[REDACTED]`;
+    last = m.index + m[0].length;
+  }
+  return holds ? '[REDACTED]' : out + word.slice(last);
 }
 
 /** The text with every secret in it replaced, however it is percent-encoded. */
 export function redactSecrets(text: string): string {
   let out = text;
-  if (out.includes('%')) {
-    out = out.replace(URL_RUN, (run) => (encodesSecret(run) ? '[REDACTED]' : run));
-    out = out.replace(WORD_RUN, (run) => (encodesSecret(run) ? '[REDACTED]' : run));
-  }
+  if (out.includes('%')) out = out.replace(WORD_RUN, (word) => (word.includes('%') ? redactWord(word) : word));
   if (KEY_MENTION.test(out)) out = out.replace(KEY_ANYWHERE, 'svc_live_[REDACTED]');
   if (OAUTH_MENTION.test(out)) out = out.replace(OAUTH_ANYWHERE, '$1[REDACTED]');
   if (out.includes('eyJ')) out = out.replace(JWT_ANYWHERE, '[REDACTED JWT]');
