@@ -69,21 +69,32 @@ function runHoldsSecret(run: string): boolean {
 
 /**
  * A word (text between spaces and quotes) with a percent-escape: each URL run that holds a secret replaced, so the rest
- * of a URL stays readable. When the word as a whole decodes to a secret, whatever follows the first run replaced goes
- * too (a secret whose `/` or `=` is written out spans several runs: its tail alone is no recognisable secret), and a
- * word none of whose runs holds one is replaced whole.
+ * of a URL stays readable. When the word as a whole decodes to a secret, the runs that follow a replaced one across a
+ * `/` or `=` go with it (a webhook secret's `/` written out splits it into runs: its tail alone is no recognisable
+ * secret; no secret holds `&`, `?` or `#`), and a word none of whose runs holds one is replaced whole.
  */
 function redactWord(word: string): string {
   const holds = runHoldsSecret(word);
   let out = '';
   let last = 0;
+  let any = false;
+  let swallowing = false;
   for (const m of word.matchAll(URL_RUN)) {
+    const between = word.slice(last, m.index);
+    if (swallowing && /^[/=]+$/.test(between)) {
+      last = m.index + m[0].length;
+      continue;
+    }
+    swallowing = false;
     if (!runHoldsSecret(m[0])) continue;
-    if (holds) return `${out}${word.slice(last, m.index)}[REDACTED]`;
     out += `${word.slice(last, m.index)}[REDACTED]`;
     last = m.index + m[0].length;
+    any = true;
+    swallowing = holds;
   }
-  return holds ? '[REDACTED]' : out + word.slice(last);
+  if (holds && !any) return '[REDACTED]';
+  const rest = word.slice(last);
+  return out + (swallowing && /^=+$/.test(rest) ? '' : rest);
 }
 
 /** The text with every secret in it replaced, however it is percent-encoded. */
