@@ -1,9 +1,10 @@
-import { Banner, BlockStack, Button, Card, InlineStack, Layout, Page, RadioButton, SkeletonBodyText, Text } from '@shopify/polaris';
+import { Banner, BlockStack, Button, Card, InlineStack, Layout, Page, SkeletonBodyText, Text } from '@shopify/polaris';
 import { useEffect, useId, useMemo, useState } from 'react';
-import { ApiError, type AuthorizationDetails, type Level, type Permissions } from '../api';
+import { ApiError, type AuthorizationDetails, type Permissions } from '../api';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAdminApi } from '../context';
-import { LEVEL_LABEL, LEVELS, RESOURCE_HELP, RESOURCE_LABEL, RESOURCES } from './permissions';
+import { PermissionsTable } from './PermissionsTable';
+import { RESOURCES } from './permissions';
 
 /** The authorization request's parameters, as /oauth/authorize passed them on (src/services/oauth/authorize.ts). */
 const PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'];
@@ -124,51 +125,14 @@ export function ConsentPage() {
                 {asked.length === 0 ? (
                   <Text as="p">The app asks for no permissions: it can only connect.</Text>
                 ) : (
-                  <table className="svc-permissions" aria-labelledby={`${id}-title`}>
-                    <thead>
-                      <tr>
-                        <th scope="col">Resource</th>
-                        {LEVELS.map((l) => (
-                          <th scope="col" key={l}>
-                            {LEVEL_LABEL[l]}
-                          </th>
-                        ))}
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {asked.map((r) => (
-                        <tr key={r}>
-                          <th scope="row">
-                            <Text as="span" fontWeight="semibold">
-                              {RESOURCE_LABEL[r]}
-                            </Text>
-                            <Text as="span" variant="bodySm" tone="subdued" id={`${id}-${r}-help`}>
-                              {RESOURCE_HELP[r]}
-                            </Text>
-                          </th>
-                          {LEVELS.map((l: Level) => (
-                            <td key={l}>
-                              {LEVELS.indexOf(l) <= LEVELS.indexOf(details.asked[r]) ? (
-                                <RadioButton
-                                  id={`${id}-${r}-${l}`}
-                                  name={`${id}-${r}`}
-                                  label={`${RESOURCE_LABEL[r]}: ${LEVEL_LABEL[l]}`}
-                                  labelHidden
-                                  checked={chosen[r] === l}
-                                  onChange={() => setChosen({ ...chosen, [r]: l })}
-                                  ariaDescribedBy={`${id}-${r}-help`}
-                                />
-                              ) : (
-                                <Text as="span" tone="subdued">
-                                  <span aria-label={`${RESOURCE_LABEL[r]}: ${LEVEL_LABEL[l]} not asked for`}>—</span>
-                                </Text>
-                              )}
-                            </td>
-                          ))}
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
+                  <PermissionsTable
+                    id={id}
+                    resources={asked}
+                    value={chosen}
+                    max={details.asked}
+                    onChange={(r, l) => setChosen({ ...chosen, [r]: l })}
+                    labelledBy={`${id}-title`}
+                  />
                 )}
                 {nothing && asked.length > 0 && (
                   <Text as="p" tone="caution">

@@ -1,7 +1,8 @@
-import { BlockStack, ChoiceList, RadioButton, Text } from '@shopify/polaris';
+import { BlockStack, ChoiceList, Text } from '@shopify/polaris';
+import { PermissionsTable } from './PermissionsTable';
 import { useId } from 'react';
 import type { KeyAccess, Level, Resource } from '../api';
-import { LEVEL_LABEL, LEVELS, PRESETS, RESOURCE_HELP, RESOURCE_LABEL, RESOURCES, type PermissionChoice } from './permissions';
+import { PRESETS, RESOURCES, type PermissionChoice } from './permissions';
 
 /**
  * A key's permissions, as the generate and edit dialogs choose them: one of the two presets, or Custom, a table of
@@ -29,46 +30,7 @@ export function PermissionsPicker({ value, onChange }: { value: PermissionChoice
       />
       {value.mode === 'custom' && (
         <BlockStack gap="200">
-          <table className="svc-permissions" aria-describedby={`${id}-note`}>
-            <caption className="svc-visually-hidden">Permissions per resource</caption>
-            <thead>
-              <tr>
-                <th scope="col">Resource</th>
-                {LEVELS.map((l) => (
-                  <th scope="col" key={l}>
-                    {LEVEL_LABEL[l]}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {RESOURCES.map((r) => (
-                <tr key={r}>
-                  <th scope="row">
-                    <Text as="span" fontWeight="semibold">
-                      {RESOURCE_LABEL[r]}
-                    </Text>
-                    <Text as="span" variant="bodySm" tone="subdued" id={`${id}-${r}-help`}>
-                      {RESOURCE_HELP[r]}
-                    </Text>
-                  </th>
-                  {LEVELS.map((l) => (
-                    <td key={l}>
-                      <RadioButton
-                        id={`${id}-${r}-${l}`}
-                        name={`${id}-${r}`}
-                        label={`${RESOURCE_LABEL[r]}: ${LEVEL_LABEL[l]}`}
-                        labelHidden
-                        checked={p[r] === l}
-                        onChange={() => setLevel(r, l)}
-                        ariaDescribedBy={`${id}-${r}-help`}
-                      />
-                    </td>
-                  ))}
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <PermissionsTable id={id} resources={RESOURCES} value={p} onChange={setLevel} caption="Permissions per resource" describedBy={`${id}-note`} />
           <div id={`${id}-note`}>
             {p.bulk_jobs === 'write' && p.contracts !== 'write' && (
               <Text as="p" tone="caution">
