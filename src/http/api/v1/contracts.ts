@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { requestAction, requestContractJson, requestEdit } from '../../../services/contractRequests.js';
 import type { ServiceContext } from '../../../services/context.js';
 import type { ShopPrincipal } from '../../../services/principal.js';
@@ -8,7 +8,7 @@ import { listContractEvents } from '../../../services/listContractEvents.js';
 import { listContracts } from '../../../services/listContracts.js';
 import { requireJsonBody } from '../../body.js';
 import type { Contract } from '../../../domain/resources.js';
-import { JsonText, replyJson } from '../../../domain/json.js';
+import { JsonText } from '../../../domain/json.js';
 import {
   actionErrors,
   authErrors,
@@ -29,10 +29,12 @@ import {
 const security = [{ bearerAuth: [] }];
 
 /**
- * An answer whose contract is already written as JSON (the change path wrote it for its event): sent as that text,
- * the other fields written around it, instead of parsed and written again.
+ * A contract already written as JSON (the change path wrote it for its event), standing in the answer for the contract
+ * itself: the app's serializer (domain/json.ts replyJson) writes it as that text instead of parsing and writing it
+ * again. Returned as the handler's value, not sent by the handler: a handler that returns the reply after sending
+ * makes Fastify wait on the response stream's end (listeners on every response).
  */
-const sendWritten = (reply: FastifyReply, body: Record<string, unknown>) => reply.type('application/json; charset=utf-8').send(replyJson(body));
+const written = (json: string): Contract => new JsonText(json) as unknown as Contract;
 
 /** The public API v1: thin adapters from HTTP to the contract services. */
 export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceContext }): Promise<void> {
@@ -74,7 +76,7 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
       params: ContractIdParams,
       response: { 200: ContractResponse.describe('The contract.'), ...readErrors },
     },
-    handler: async (req, reply) => sendWritten(reply, { contract: new JsonText((await requestContractJson(ctx, req.caller!, req.params.contract_id)).json) }),
+    handler: async (req) => ({ contract: written((await requestContractJson(ctx, req.caller!, req.params.contract_id)).json) }),
   });
 
   r.get('/subscription-contracts/:contract_id/events', {
@@ -112,13 +114,13 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     preValidation: requireJsonBody,
     config: { recordsResult: { render: renderAction } },
     // With an Idempotency-Key, the result is recorded in the same commit as the action.
-    handler: async (req, reply) => {
+    handler: async (req) => {
       const done = await requestAction(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       req.resultRecorded = !!req.idempotency;
       const answer = renderAction(done.contract, req);
       // The contract as its event already holds it in JSON, sent as that text (bill_now's answer, with its attempt,
       // is written whole).
-      return done.json !== undefined && answer.billingAttempt === undefined ? sendWritten(reply, { contract: new JsonText(done.json) }) : answer;
+      return done.json !== undefined && answer.billingAttempt === undefined ? { contract: written(done.json) } : answer;
     },
   });
 
@@ -142,12 +144,12 @@ export async function contractRoutes(app: FastifyInstance, opts: { ctx: ServiceC
     validatorCompiler: (route) => (route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route as never)),
     preValidation: requireJsonBody,
     config: { recordsResult: { render: renderEdit } },
-    handler: async (req, reply) => {
+    handler: async (req) => {
       const done = await requestEdit(ctx, req.caller!, req.params.contract_id, req.body, { record: req.idempotency });
       // A preview changes nothing, so nothing recorded its result: the response itself is kept for the key.
       req.resultRecorded = !done.preview && !!req.idempotency;
       // The contract as its event holds it in JSON (a preview's too), sent as that text.
-      return done.json !== undefined ? sendWritten(reply, { contract: new JsonText(done.json), preview: done.preview }) : { contract: done.contract, preview: done.preview };
+      return { contract: done.json !== undefined ? written(done.json) : done.contract, preview: done.preview };
     },
   });
 }
