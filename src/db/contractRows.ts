@@ -1,3 +1,4 @@
+import { plainArray } from './arrayLiterals.js';
 import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database } from './client.js';
@@ -90,13 +91,13 @@ function reads<Row>(db: Database, name: string, columns: string): ContractReads<
   const withGrantStates = contractsWithGrantStates(columns);
   return {
     ofShop: new Batcher(async (inputs) => {
-      const rows = await db.prepared<Row & { ord: number }>(`svc_${name}_of_shops`, ofShops, [inputs.map((i) => i.shopId), inputs.map((i) => i.contractId)]);
+      const rows = await db.prepared<Row & { ord: number }>(`svc_${name}_of_shops`, ofShops, [plainArray(inputs, (i) => i.shopId), plainArray(inputs, (i) => i.contractId)]);
       return byOrd(rows, inputs.length);
     }, opts),
     withKeyState: new Batcher(async (inputs) => {
       const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_key_states`, withKeyStates, [
-        inputs.map((i) => i.keyId),
-        inputs.map((i) => i.contractId),
+        plainArray(inputs, (i) => i.keyId),
+        plainArray(inputs, (i) => i.contractId),
       ]);
       const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);
       for (const r of rows) out[r.ord - 1] = withKeyState<Row>(r);
@@ -104,8 +105,8 @@ function reads<Row>(db: Database, name: string, columns: string): ContractReads<
     }, opts),
     withGrantState: new Batcher(async (inputs) => {
       const rows = await db.prepared<Record<string, unknown> & { ord: number }>(`svc_${name}_with_grant_states`, withGrantStates, [
-        inputs.map((i) => i.grantId),
-        inputs.map((i) => i.contractId),
+        plainArray(inputs, (i) => i.grantId),
+        plainArray(inputs, (i) => i.contractId),
       ]);
       const out = new Array<ContractWithKeyState<Row> | undefined>(inputs.length);
       for (const r of rows) out[r.ord - 1] = withKeyState<Row>(r);

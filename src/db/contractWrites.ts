@@ -1,5 +1,6 @@
 import type { ContractState } from '../domain/contract.js';
 import type { PlannedEvent } from '../domain/commands/plan.js';
+import { plainArray, textArray, timestampArray } from './arrayLiterals.js';
 import { batchRows } from './batchInput.js';
 import { Batcher, perDatabase } from './batcher.js';
 import { isDatabaseUnavailable, type Database, type RunSql } from './client.js';
@@ -150,45 +151,45 @@ const COMMIT_LARGE = { name: 'svc_write_contracts_large', text: commitStatement(
 const COMMIT_BULK = { name: 'svc_write_contracts_bulk', text: commitStatement((arrays) => `unnest(${arrays.join(', ')})`, true) };
 const commitFor = (writes: ContractWrite[]) => (writes.some((w) => w.bulkItem) ? COMMIT_BULK : writes.length < SMALL_BATCH ? COMMIT_SMALL : COMMIT_LARGE);
 
-/** A state column's values, one per write (the driver writes the array): a json column's only when the change made it anew. */
-function columnArrays(writes: ContractWrite[]): unknown[][] {
+/** A state column's values as its array literal (arrayLiterals.ts): a json column's only when the change made it anew. */
+function columnArrays(writes: ContractWrite[]): string[] {
   return STATE_COLUMNS.map((c) => {
     const k = c.key;
-    if (c.json) return writes.map((w) => (w.after[k] === w.before[k] ? null : JSON.stringify(w.after[k])));
-    if (c.type === 'timestamptz') return writes.map((w) => w.after[k] as Date | null);
-    if (c.type === 'int') return writes.map((w) => w.after[k] as number | null);
-    return writes.map((w) => w.after[k] as string | null);
+    if (c.json) return textArray(writes, (w) => (w.after[k] === w.before[k] ? null : JSON.stringify(w.after[k])));
+    if (c.type === 'timestamptz') return timestampArray(writes, (w) => w.after[k] as Date | null);
+    if (c.type === 'int') return plainArray(writes, (w) => w.after[k] as number | null);
+    return textArray(writes, (w) => w.after[k] as string | null);
   });
 }
 
-/** The statement's parameters: arrays, one element per write, event or record, as the driver sends them. */
+/** The statement's parameters, every array as its literal (arrayLiterals.ts). */
 function parameters(writes: ContractWrite[]): unknown[] {
   const events = writes.flatMap((w, i) => w.events.map((e, k) => ({ ord: i + 1, step: k + 1, at: w.now, contract: w.rendered[k], ...e })));
   const records = writes.flatMap((w, i) => (w.record ? [{ ord: i + 1, record: w.record, result: w.rendered[w.rendered.length - 1] }] : []));
   return [
-    writes.map((_, i) => i + 1),
-    writes.map((w) => w.before.id),
-    writes.map((w) => w.before.version),
-    writes.map((w) => w.events.length),
-    writes.map((w) => (w.events.length ? w.now : w.before.updatedAt)),
-    writes.map((w) => w.mirror?.platformRevision ?? null),
-    writes.map((w) => w.mirror?.platformUpdatedAt ?? null),
+    plainArray(writes, (_, i) => i + 1),
+    plainArray(writes, (w) => w.before.id),
+    plainArray(writes, (w) => w.before.version),
+    plainArray(writes, (w) => w.events.length),
+    timestampArray(writes, (w) => (w.events.length ? w.now : w.before.updatedAt)),
+    plainArray(writes, (w) => w.mirror?.platformRevision ?? null),
+    timestampArray(writes, (w) => w.mirror?.platformUpdatedAt ?? null),
     ...columnArrays(writes),
-    events.map((e) => e.ord),
-    events.map((e) => e.step),
-    events.map((e) => e.type),
-    events.map((e) => e.at),
-    events.map((e) => e.actor.type),
-    events.map((e) => e.actor.keyFingerprint ?? null),
-    events.map((e) => e.actor.id ?? null),
-    events.map((e) => e.from),
-    events.map((e) => e.to),
-    events.map((e) => JSON.stringify(e.data)),
+    plainArray(events, (e) => e.ord),
+    plainArray(events, (e) => e.step),
+    textArray(events, (e) => e.type),
+    timestampArray(events, (e) => e.at),
+    textArray(events, (e) => e.actor.type),
+    textArray(events, (e) => e.actor.keyFingerprint ?? null),
+    textArray(events, (e) => e.actor.id ?? null),
+    textArray(events, (e) => e.from),
+    textArray(events, (e) => e.to),
+    textArray(events, (e) => JSON.stringify(e.data)),
     // One event (an action's, most often): its contract as it is, not a copy made by join.
     events.length === 1 ? events[0].contract : events.map((e) => e.contract).join(RECORD_SEPARATOR),
-    records.map((r) => r.ord),
-    records.map((r) => r.record.keyDigest),
-    records.map((r) => r.record.requestId),
+    plainArray(records, (r) => r.ord),
+    textArray(records, (r) => r.record.keyDigest),
+    textArray(records, (r) => r.record.requestId),
     `[${records.map((r) => r.result).join(',')}]`,
     ...(writes.some((w) => w.bulkItem) ? bulkParameters(writes) : []),
   ];
@@ -197,11 +198,11 @@ function parameters(writes: ContractWrite[]): unknown[] {
 function bulkParameters(writes: ContractWrite[]): unknown[] {
   const items = writes.flatMap((w, i) => (w.bulkItem ? [{ ord: i + 1, item: w.bulkItem }] : []));
   return [
-    items.map((x) => x.ord),
-    items.map((x) => x.item.jobId),
-    items.map((x) => x.item.currencyCode),
-    items.map((x) => x.item.before),
-    items.map((x) => x.item.after),
+    plainArray(items, (x) => x.ord),
+    textArray(items, (x) => x.item.jobId),
+    textArray(items, (x) => x.item.currencyCode),
+    plainArray(items, (x) => x.item.before),
+    plainArray(items, (x) => x.item.after),
   ];
 }
 
