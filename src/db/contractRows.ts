@@ -14,8 +14,8 @@ import type { ContractRow } from './schema.js';
 export { CONTRACT_COLUMNS };
 
 /**
- * The state that decides whether a key may be used now and for what: read by the request, never cached. `access` and
- * `permissions` as stored (services/authenticateApiKey.ts permissionsOfState reads them).
+ * The state that decides whether a key may be used now and for what: read by the request, never cached. `access` as
+ * stored, `permissions` as the stored JSON's text (domain/permissions.ts keyPermissions reads both).
  */
 export type KeyState = { revokedAt: Date | null; plan: string; uninstalled: boolean; access: string; permissions: unknown };
 /** A key's state and the contract it asked for (null: none of the key's shop has that id). */
@@ -26,7 +26,7 @@ export type ContractWithKeyState<Row = ContractRow> = KeyState & { contract: Row
 // without statistics) and counts only if it belongs to the key's own shop (checked below), so a key can never read
 // another shop's contract.
 const contractsWithKeyStates = (columns: string) => `
-  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.access, k.permissions,
+  SELECT q.ord::int AS ord, k.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, k.access, k.permissions::text AS permissions,
          k.shop_id::text AS "keyShopId", ${columns}
     FROM ${batchRows(['$1::uuid[]', '$2::bigint[]'])} WITH ORDINALITY AS q(key_id, contract_id, ord)
     JOIN api_keys k ON k.id = q.key_id
@@ -35,7 +35,7 @@ const contractsWithKeyStates = (columns: string) => `
 
 // The same for an OAuth grant (a connection, services/oauth/accessTokens.ts): its state in a key's shape.
 const contractsWithGrantStates = (columns: string) => `
-  SELECT q.ord::int AS ord, g.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, 'custom' AS access, g.permissions,
+  SELECT q.ord::int AS ord, g.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, 'custom' AS access, g.permissions::text AS permissions,
          g.shop_id::text AS "keyShopId", ${columns}
     FROM ${batchRows(['$1::uuid[]', '$2::bigint[]'])} WITH ORDINALITY AS q(grant_id, contract_id, ord)
     JOIN oauth_grants g ON g.id = q.grant_id

@@ -9,7 +9,7 @@ import { byOrd, type KeyState } from './contractRows.js';
  * whether a connection may act and with what. Never cached.
  */
 const GRANT_STATES = `
-  SELECT q.ord::int AS ord, g.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, 'custom' AS access, g.permissions
+  SELECT q.ord::int AS ord, g.revoked_at AS "revokedAt", s.plan, s.uninstalled_at IS NOT NULL AS uninstalled, 'custom' AS access, g.permissions::text AS permissions
     FROM ${batchRows(['$1::uuid[]'])} WITH ORDINALITY AS q(grant_id, ord)
     JOIN oauth_grants g ON g.id = q.grant_id
     JOIN shops s ON s.id = g.shop_id`;

@@ -116,5 +116,25 @@ export function permissionsFrom(stored: unknown, fallback: Permissions): Permiss
  */
 export function keyPermissions(stored: { access: string; permissions: unknown }): Permissions {
   const preset = PRESETS[stored.access === 'read_only' ? 'read_only' : 'read_write'];
-  return stored.permissions == null ? preset : permissionsFrom(stored.permissions, preset);
+  if (stored.permissions == null) return preset;
+  return typeof stored.permissions === 'string' ? permissionsOfText(stored.permissions, preset) : permissionsFrom(stored.permissions, preset);
+}
+
+/**
+ * Permissions stored as JSON, given as their text (the reads on every request select it so: a key's state comes with
+ * each one): read once per distinct text, the same frozen object afterwards. A shop has a handful of distinct sets.
+ */
+const ofText = new Map<string, Permissions>();
+const MAX_TEXTS = 1000;
+
+function permissionsOfText(text: string, preset: Permissions): Permissions {
+  const known = ofText.get(text);
+  if (known) return known;
+  const stored: unknown = JSON.parse(text);
+  // Not an object (no such row is written): the preset, as permissionsFrom answers; not kept, as it depends on it.
+  if (!stored || typeof stored !== 'object') return preset;
+  const p = Object.freeze(permissionsFrom(stored, preset));
+  if (ofText.size >= MAX_TEXTS) ofText.clear();
+  ofText.set(text, p);
+  return p;
 }
