@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -149,11 +149,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const apiGate = gate;
   const recordRequest = requestLog ? requestLogRecorder(requestLog, deps.ctx.clock, (req) => apiGate.identify(req)) : null;
   app.addHook('onResponse', (req, reply, done) => {
-    const url = (req as { keyInUrl?: boolean }).keyInUrl ? '[redacted: key in URL]' : scrubSecrets(req.url);
+    // The URL scrubbed once, for the access log and the request log alike.
+    const keyInUrl = (req as { keyInUrl?: boolean }).keyInUrl;
+    const scrubbed = keyInUrl ? undefined : scrubSecrets(req.url);
     const ms = reply.elapsedTime;
-    accessLog({ requestId: req.id, method: req.method, url, statusCode: reply.statusCode, ms });
+    accessLog({ requestId: req.id, method: req.method, url: scrubbed ?? '[redacted: key in URL]', statusCode: reply.statusCode, ms });
     metrics.observeRequest(req.method, req.routeOptions.url, reply.statusCode, ms);
-    recordRequest?.(req, reply, ms);
+    recordRequest?.(req, reply, ms, scrubbed);
     done();
   });
   // An unknown path or a wrong method under /api/v1 is a request of the API like any other: the key and the limit
@@ -179,9 +181,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // parameters refuses the others by its schema, and one that declares none refuses any here.
       api.addHook('onRoute', (route) => {
         if (route.schema?.querystring || route.schema?.hide) return;
-        route.preValidation = appendHook(route.preValidation, async (req: FastifyRequest) => {
+        // A callback hook, not an async one: it runs on every such request and almost always has nothing to say.
+        route.preValidation = appendHook(route.preValidation, (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
           const names = Object.keys(req.query as object);
-          if (names.length) throw invalidInput(names.map((name) => ({ path: name, message: `unknown parameter "${name}"` })));
+          done(names.length ? invalidInput(names.map((name) => ({ path: name, message: `unknown parameter "${name}"` }))) : undefined);
         });
       });
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

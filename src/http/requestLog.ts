@@ -31,7 +31,11 @@ const isLoggedPath = (url: string) => isApiPath(url) || url === '/mcp' || url.st
  * hold it), cut to `max`.
  */
 function clientText(text: string, max: number): string {
-  let clean = scrubSecrets(text);
+  return storable(scrubSecrets(text), max);
+}
+
+/** Scrubbed text as the log keeps it: NUL removed, cut to `max`. */
+function storable(clean: string, max: number): string {
   if (clean.includes('\u0000')) clean = clean.replaceAll('\u0000', '');
   return clean.length > max ? clean.slice(0, max) : clean;
 }
@@ -42,7 +46,8 @@ function headerText(value: string | string[] | undefined, max: number): string |
   return text === '' ? null : clientText(text, max);
 }
 
-export type RequestLogRecorder = (req: FastifyRequest, reply: FastifyReply, ms: number) => void;
+/** `url`: the request's URL already scrubbed (the access log's), when the caller has it. */
+export type RequestLogRecorder = (req: FastifyRequest, reply: FastifyReply, ms: number, url?: string) => void;
 
 /**
  * What the app's onResponse hook calls for every request: an API or MCP request whose key was identified becomes an
@@ -56,7 +61,7 @@ export function requestLogRecorder(
   clock: Clock,
   identify: (req: FastifyRequest) => Promise<LoggedKey | null>,
 ): RequestLogRecorder {
-  const entryOf = (req: FastifyRequest, reply: FastifyReply, ms: number, key: LoggedKey): RequestLogEntry => {
+  const entryOf = (req: FastifyRequest, reply: FastifyReply, ms: number, key: LoggedKey, url: string | undefined): RequestLogEntry => {
     return {
       s: key.shopId,
       k: key.keyId,
@@ -64,7 +69,7 @@ export function requestLogRecorder(
       g: key.grantId ?? null,
       t: clock.now().getTime(),
       m: req.method,
-      p: clientText(req.url, MAX_PATH),
+      p: url === undefined ? clientText(req.url, MAX_PATH) : storable(url, MAX_PATH),
       tool: req.mcpTool ?? null,
       st: reply.statusCode,
       // Only while the answer is a success: a refusal of the whole exchange (401, 429 …) is its own status.
@@ -77,16 +82,16 @@ export function requestLogRecorder(
       ua: headerText(req.headers['user-agent'], MAX_USER_AGENT),
     };
   };
-  return (req, reply, ms) => {
+  return (req, reply, ms, url) => {
     const key = req.loggedKey;
     if (key) {
-      writer.record(entryOf(req, reply, ms, key));
+      writer.record(entryOf(req, reply, ms, key, url));
       return;
     }
     if ((req as { keyInUrl?: boolean }).keyInUrl && isLoggedPath(req.url)) {
       identify(req).then(
         (found) => {
-          if (found) writer.record(entryOf(req, reply, ms, found));
+          if (found) writer.record(entryOf(req, reply, ms, found, undefined));
         },
         () => {
           // The key could not be looked up (the database is down): this one request goes unlogged.
