@@ -63,5 +63,6 @@ export async function requestEdit(
 /** GET …/{id}: the contract as it is now, as JSON text. */
 export async function requestContractJson(ctx: ServiceContext, caller: Caller, contractId: string): Promise<{ principal: ShopPrincipal; json: string }> {
   const { principal, row } = await withContract(ctx, caller, contractId, [need('contracts', 'read')], 'text');
-  return { principal, json: await contractJsonNow(ctx, row) };
+  const json = contractJsonNow(ctx, row);
+  return { principal, json: typeof json === 'string' ? json : await json };
 }

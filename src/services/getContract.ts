@@ -18,7 +18,7 @@ export async function getContract({ ctx, input }: ServiceCall<{ principal: ShopP
  * runner's first read): written around them, never parsed (domain/resources.ts contractJsonOf). A contract whose
  * resume is due is resumed first.
  */
-export async function contractJsonNow(ctx: ServiceContext, text: ContractText<ContractRow>): Promise<string> {
+export function contractJsonNow(ctx: ServiceContext, text: ContractText<ContractRow>): string | Promise<string> {
   if (!isResumeDue(text, ctx.clock.now())) return contractJsonOf(text);
-  return JSON.stringify(toContract(await currentContract(ctx, parseJsonParts(text))));
+  return currentContract(ctx, parseJsonParts(text)).then((row) => JSON.stringify(toContract(row)));
 }

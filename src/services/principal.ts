@@ -98,26 +98,32 @@ class RequestCaller implements Caller {
   }
 
   async resolve(ctx: ServiceContext, state?: KeyState): Promise<ShopPrincipal> {
-    return this.#principal ?? (await (this.#resolving ??= this.read(ctx, state)));
+    if (this.#principal) return this.#principal;
+    // A state the first read carried resolves it at once; otherwise one read, shared by concurrent asks.
+    return state ? this.fromState(ctx, state) : await (this.#resolving ??= this.read(ctx));
   }
 
   async principal(ctx: ServiceContext, needs: readonly Permission[], state?: KeyState): Promise<ShopPrincipal> {
-    const p = await this.resolve(ctx, state);
+    const p = this.#principal ?? (state ? this.fromState(ctx, state) : await this.resolve(ctx));
     assertAllows(p.permissions, needs, p.who);
     if (this.admission) await (this.#admitting ??= this.admission(p));
     this.#settled = true;
     return p;
   }
 
-  private async read(ctx: ServiceContext, state: KeyState | undefined): Promise<ShopPrincipal> {
+  private async read(ctx: ServiceContext): Promise<ShopPrincipal> {
+    const known = this.known!;
+    return this.fromState(ctx, known.kind === 'grant' ? await grantRows(ctx.db).states.load(known.id) : await keyRows(ctx.db).states.load(known.id));
+  }
+
+  /** The principal from the key's (or grant's) state as read now (undefined: no such key); throws the refusal. */
+  private fromState(ctx: ServiceContext, s: KeyState | undefined): ShopPrincipal {
     const known = this.known!;
     if (known.kind === 'grant') {
-      const s = state ?? (await grantRows(ctx.db).states.load(known.id));
       assertGrantUsable(ctx, s);
       this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: CONNECTION };
       return this.#principal;
     }
-    const s = state ?? (await keyRows(ctx.db).states.load(known.id));
     assertKeyUsable(ctx, s);
     this.#principal = { kind: 'shop', shopId: known.shopId, actor: known.actor, permissions: permissionsOfState(s!), who: 'This API key', keyId: known.id };
     return this.#principal;
