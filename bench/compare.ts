@@ -14,7 +14,10 @@
  * of the rounds' ratios (this checkout / the other). BENCH_SHOW_RPS=1 also prints each side's requests per second in
  * each round (a side that answers faster batches less: its CPU per request can rise as its database gets quicker);
  * BENCH_SHOW_GC=1 each side's garbage collection per request in each round (gcMs below), its user and system CPU and
- * its read and write system calls per request (procCounters below).
+ * its read and write system calls per request (procCounters below). BENCH_PROFILE=<directory> runs each side under
+ * `node --cpu-prof` (into <directory>/this and /other) and prints, per scenario, where each side's time per request
+ * went over the measured rounds, by package or file, and the parts that differ most (bench/profiles.ts): the way to
+ * find a rise of a few per cent that the rounds' ratios alone cannot place.
  * The last line printed is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -24,11 +27,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { cpuMs, cpuTimesMs, median, pauseResumeRequests, peakRssMb } from './support.js';
+import { nowUs, profileComparison, readProfile, type Window } from './profiles.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = 50;
 const SCENARIOS = ['get', 'action', 'edit'] as const;
+const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : null;
 type Scenario = (typeof SCENARIOS)[number];
 
 type Side = { name: string; url: string; key: string; ids: string[]; lines: Record<string, string>; pid: number; child: ChildProcess };
@@ -58,7 +63,10 @@ setInterval(() => {}, 1 << 30);
 async function startSide(name: string, checkout: string, dir: string): Promise<Side> {
   const script = path.join(dir, `${name}.mts`); // an ES module wherever it lies
   writeFileSync(script, serveScript(checkout));
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: checkout, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_PROFILE: svc (not this script) under --cpu-prof, through the node options each side's bench support adds.
+  const nodeArgs = PROFILE_DIR ? `${process.env.BENCH_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${path.join(PROFILE_DIR, name)}`.trim() : process.env.BENCH_NODE_ARGS;
+  const env = nodeArgs === undefined ? process.env : { ...process.env, BENCH_NODE_ARGS: nodeArgs };
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   return new Promise((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`${name} (${checkout}) exited with ${code} before it was ready`)));
@@ -118,10 +126,11 @@ function procCounters(pid: number): { userMs: number; systemMs: number; reads: n
   }
 }
 
-async function round(side: Side, scenario: Scenario, paused: Set<string>, seconds: number): Promise<{ us: number; rps: number; non2xx: number }> {
+async function round(side: Side, scenario: Scenario, paused: Set<string>, seconds: number): Promise<{ us: number; rps: number; non2xx: number; served: number; window: Window }> {
   const gcBefore = process.env.BENCH_SHOW_GC ? await gcMs(side) : null;
   const procBefore = procCounters(side.pid);
   const before = cpuMs({ pid: side.pid });
+  const from = nowUs();
   const r = await autocannon({
     url: side.url,
     connections: CONNECTIONS,
@@ -129,8 +138,9 @@ async function round(side: Side, scenario: Scenario, paused: Set<string>, second
     headers: { authorization: `Bearer ${side.key}`, 'content-type': 'application/json' },
     requests: requestsOf(side, scenario, paused),
   });
+  const window = { from, to: nowUs() };
   const served = r.requests.total || 1;
-  const out = { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx };
+  const out = { us: Math.round(((cpuMs({ pid: side.pid }) - before) * 1000) / served), rps: Math.round(r.requests.average), non2xx: r.non2xx, served, window };
   const procAfter = procCounters(side.pid);
   if (process.env.BENCH_SHOW_RPS) console.log(`  ${side.name} ${scenario}: ${out.rps} req/s`);
   if (gcBefore) {
@@ -156,6 +166,7 @@ async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-compare-'));
   const sides = { this: await startSide('this', here, dir), other: await startSide('other', path.resolve(other), dir) };
   const summary: Record<string, unknown> = {};
+  const measured: Record<string, { this: { windows: Window[]; served: number }; other: { windows: Window[]; served: number } }> = {};
   try {
     console.log(`this checkout (${here}) against ${path.resolve(other)}, on ${process.env.DATABASE_URL ? 'PostgreSQL' : 'embedded PGlite'}; ${ROUNDS} alternating rounds of ${SECONDS}s at ${CONNECTIONS} connections; svc CPU per request`);
     for (const scenario of scenarios) {
@@ -167,11 +178,14 @@ async function main() {
       }
       for (const k of ['other', 'this'] as const) await round(sides[k], scenario, paused[k], 3);
       const us = { this: [] as number[], other: [] as number[] };
+      const m = (measured[scenario] = { this: { windows: [] as Window[], served: 0 }, other: { windows: [] as Window[], served: 0 } });
       let non2xx = 0;
       for (let i = 0; i < ROUNDS; i++) {
         for (const k of i % 2 ? (['this', 'other'] as const) : (['other', 'this'] as const)) {
           const r = await round(sides[k], scenario, paused[k], SECONDS);
           us[k].push(r.us);
+          m[k].windows.push(r.window);
+          m[k].served += r.served;
           non2xx += r.non2xx;
         }
         console.log(`${scenario.padEnd(7)} round ${i + 1}: other ${us.other[i]} µs, this ${us.this[i]} µs, ratio ${(us.this[i] / us.other[i]).toFixed(3)}`);
@@ -185,6 +199,14 @@ async function main() {
     for (const s of Object.values(sides)) s.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 2000));
     rmSync(dir, { recursive: true, force: true });
+  }
+  if (PROFILE_DIR) {
+    // Each svc writes its profile as it exits (its side's script stops it, then waits a second).
+    await new Promise((r) => setTimeout(r, 3000));
+    const profiles = { this: readProfile(path.join(PROFILE_DIR, 'this')), other: readProfile(path.join(PROFILE_DIR, 'other')) };
+    for (const [scenario, m] of Object.entries(measured)) {
+      for (const line of profileComparison(scenario, { this: { profile: profiles.this, ...m.this }, other: { profile: profiles.other, ...m.other } })) console.log(line);
+    }
   }
   console.log(JSON.stringify(summary));
 }
