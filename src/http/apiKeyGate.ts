@@ -251,7 +251,7 @@ export function installApiKeyGate(
       if (req.url.startsWith('/mcp')) return identifyGrant(req, reply, raw);
       return refuse(req, reply, OAUTH_TOKEN_ON_API);
     }
-    const digest = presentedKeyDigest(req.headers.authorization);
+    const digest = presentedKeyDigest(req.headers.authorization, raw);
     const cached = typeof digest === 'string' ? cache.find(digest) : null;
     let reserved: Reservation | null = null;
     if (!cached && limits) {

@@ -52,10 +52,9 @@ export function bearerToken(header: string | undefined): string | null {
 
 /**
  * The first checks of docs/product.md §2, without I/O: a bearer token of the key's shape with a valid checksum. Returns the
- * key's digest, or the refusal.
+ * key's digest, or the refusal. `raw`: the header's bearer token, when the caller has taken it out already.
  */
-export function presentedKeyDigest(authorization: string | undefined): string | AuthError {
-  const raw = bearerToken(authorization);
+export function presentedKeyDigest(authorization: string | undefined, raw: string | null = bearerToken(authorization)): string | AuthError {
   if (raw === null) return authorization ? AUTH_ERRORS.malformed : AUTH_ERRORS.missing;
   if (!isWellFormedKey(raw)) return AUTH_ERRORS.malformed;
   return keyDigest(raw);
