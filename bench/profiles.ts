@@ -71,10 +71,11 @@ export function profileComparison(
   const rows = [...new Set([...mine.keys(), ...theirs.keys()])].map((k) => ({ k, a: mine.get(k) ?? 0, b: theirs.get(k) ?? 0 }));
   rows.sort((x, y) => y.a - y.b - (x.a - x.b));
   const line = (r: (typeof rows)[number]) => `    ${r.a.toFixed(2).padStart(7)} ${r.b.toFixed(2).padStart(7)} ${(r.a - r.b >= 0 ? '+' : '') + (r.a - r.b).toFixed(2)}  ${r.k}`;
+  // The largest rises, then the largest falls; a short list is shown whole, once.
+  const falls = rows.slice(Math.max(top, rows.length - top));
   return [
     `${scenario}: busy µs per request in the profiles (idle excluded): this ${total(mine).toFixed(1)}, other ${total(theirs).toFixed(1)}; by part (this, other, difference):`,
     ...rows.slice(0, top).map(line),
-    '    …',
-    ...rows.slice(-Math.min(top, Math.max(0, rows.length - top))).map(line),
+    ...(falls.length ? ['    …', ...falls.map(line)] : []),
   ];
 }

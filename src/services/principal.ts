@@ -97,14 +97,18 @@ class RequestCaller implements Caller {
     return this.#settled;
   }
 
+  /** The principal without waiting: resolved already, or from the state a first read carried; else null. */
+  private now(ctx: ServiceContext, state: KeyState | undefined): ShopPrincipal | null {
+    return this.#principal ?? (state ? this.fromState(ctx, state) : null);
+  }
+
   async resolve(ctx: ServiceContext, state?: KeyState): Promise<ShopPrincipal> {
-    if (this.#principal) return this.#principal;
-    // A state the first read carried resolves it at once; otherwise one read, shared by concurrent asks.
-    return state ? this.fromState(ctx, state) : await (this.#resolving ??= this.read(ctx));
+    // Otherwise one read, shared by concurrent asks.
+    return this.now(ctx, state) ?? (await (this.#resolving ??= this.read(ctx)));
   }
 
   async principal(ctx: ServiceContext, needs: readonly Permission[], state?: KeyState): Promise<ShopPrincipal> {
-    const p = this.#principal ?? (state ? this.fromState(ctx, state) : await this.resolve(ctx));
+    const p = this.now(ctx, state) ?? (await this.resolve(ctx));
     assertAllows(p.permissions, needs, p.who);
     if (this.admission) await (this.#admitting ??= this.admission(p));
     this.#settled = true;
